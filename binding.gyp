@@ -1,0 +1,34 @@
+{
+  "targets": [
+    {
+      "target_name": "capped_expirationd",
+      "sources": [
+        "native/addon.cc",
+        "native/cursor.cc",
+        "native/cursor_object.cc",
+        "native/expiration.cc",
+        "native/index.cc",
+        "native/key_def.cc",
+        "native/space.cc",
+        "native/space_object.cc"
+      ],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "defines": ["NAPI_VERSION=9", "NAPI_DISABLE_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
+      "cflags_cc": ["-std=c++17", "-fexceptions", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "xcode_settings": {
+        "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
+        "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
+        "MACOSX_DEPLOYMENT_TARGET": "11.0"
+      },
+      "conditions": [
+        ["OS=='linux' and '<!(echo $CE_SANITIZE)'=='1'", {
+          "defines": ["CE_TUPLE_MALLOC"],
+          "cflags_cc": ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"],
+          "ldflags": ["-fsanitize=address,undefined"]
+        }]
+      ]
+    }
+  ]
+}

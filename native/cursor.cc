@@ -1,0 +1,146 @@
+#include "cursor.h"
+
+#include <cstring>
+
+#include "msgpack.h"
+
+namespace ce {
+
+Cursor::Cursor(Index* index, IterType type, std::string key, uint32_t key_parts)
+    : index_(index), type_(type), key_(std::move(key)), key_parts_(key_parts) {
+  if (key_parts_ > 0) {
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(key_.data());
+    mp::read_array(&p);
+    key_first_ = p;
+    key_hint_ = index_->key_def().hint_key(key_first_);
+  }
+  if (key_parts_ == 0 && (type_ == IterType::kEq || type_ == IterType::kGe || type_ == IterType::kGt))
+    type_ = IterType::kAll;
+  if (key_parts_ == 0 && (type_ == IterType::kReq || type_ == IterType::kLt)) type_ = IterType::kLe;
+}
+
+void Cursor::reset() {
+  started_ = done_ = attached_ = false;
+  last_ = nullptr;
+  last_copy_.clear();
+  slot_ = 0;
+}
+
+void Cursor::detach() {
+  if (!attached_) return;
+  attached_ = false;
+  if (last_ == nullptr) return;
+  const size_t bytes = sizeof(Tuple) + last_->size;
+  last_copy_.assign((bytes + 7) / 8, 0);
+  std::memcpy(last_copy_.data(), last_, bytes);
+}
+
+Cursor::Saved Cursor::save() const {
+  return Saved{started_, done_, attached_, pos_, version_, last_copy_, last_, slot_, generation_};
+}
+
+void Cursor::restore(const Saved& s) {
+  started_ = s.started;
+  done_ = s.done;
+  attached_ = s.attached;
+  pos_ = s.pos;
+  version_ = s.version;
+  last_copy_ = s.last_copy;
+  last_ = s.last;
+  slot_ = s.slot;
+  generation_ = s.generation;
+}
+
+TreeElem Cursor::last_elem() const {
+  Tuple* t = attached_ ? last_ : reinterpret_cast<Tuple*>(const_cast<uint64_t*>(last_copy_.data()));
+  return TreeElem{t, index_->cmp_def().hint(t->data())};
+}
+
+bool Cursor::in_range(const Tuple* t) const {
+  if (type_ != IterType::kEq && type_ != IterType::kReq) return true;
+  return index_->key_def().compare_with_key(t->data(), key_first_, key_parts_) == 0;
+}
+
+Tuple* Cursor::next() {
+  if (done_) return nullptr;
+  Tuple* t = index_->type() == IndexType::kTree ? next_tree() : next_hash();
+  if (t == nullptr) {
+    done_ = true;
+    last_ = nullptr;
+    return nullptr;
+  }
+  last_ = t;
+  attached_ = true;
+  return t;
+}
+
+Tuple* Cursor::next_tree() {
+  const Tree& tree = index_->tree();
+  const KeyDef& kd = index_->key_def();
+  auto key_cmp = [&](const TreeElem& e) {
+    if (e.hint != key_hint_) return e.hint < key_hint_ ? -1 : 1;
+    return kd.compare_with_key(e.tuple->data(), key_first_, key_parts_);
+  };
+  if (!started_) {
+    started_ = true;
+    switch (type_) {
+      case IterType::kAll: pos_ = tree.begin(); break;
+      case IterType::kEq:
+      case IterType::kGe: pos_ = tree.lower_bound(key_cmp); break;
+      case IterType::kGt: pos_ = tree.upper_bound(key_cmp); break;
+      case IterType::kLe:
+      case IterType::kReq:
+        pos_ = key_parts_ == 0 ? tree.last() : tree.upper_bound(key_cmp);
+        if (key_parts_ > 0) tree.prev(pos_);
+        break;
+      case IterType::kLt:
+        pos_ = tree.lower_bound(key_cmp);
+        tree.prev(pos_);
+        break;
+    }
+  } else if (last_ == nullptr && last_copy_.empty()) {
+    return nullptr;
+  } else if (tree.version() == version_) {
+    if (reverse()) tree.prev(pos_);
+    else tree.next(pos_);
+  } else if (tree.version() == version_ + 1 && index_->last_erased() == last_ &&
+             index_->last_erase_version() == tree.version() && attached_) {
+    pos_ = tree.erase_successor();
+    if (reverse()) tree.prev(pos_);
+  } else {
+    const TreeElem last = last_elem();
+    if (reverse()) {
+      pos_ = tree.lower_bound_elem(last);
+      tree.prev(pos_);
+    } else {
+      pos_ = tree.upper_bound_elem(last);
+    }
+  }
+  version_ = tree.version();
+  if (!tree.valid(pos_)) return nullptr;
+  Tuple* t = tree.get(pos_).tuple;
+  return in_range(t) ? t : nullptr;
+}
+
+Tuple* Cursor::next_hash() {
+  const HashTable& hash = index_->hash();
+  if (type_ == IterType::kEq) {
+    if (started_) return nullptr;
+    started_ = true;
+    return hash.find_key(key_first_);
+  }
+  if (!started_ || hash.generation() != generation_) {
+    started_ = true;
+    generation_ = hash.generation();
+    slot_ = 0;
+  }
+  const size_t n = hash.slot_count();
+  while (slot_ < n) {
+    if (slot_ + 8 < n && hash.slot(slot_ + 8)) __builtin_prefetch(hash.slot(slot_ + 8));
+    Tuple* t = hash.slot(slot_++);
+    if (t != nullptr) return t;
+  }
+  return nullptr;
+}
+
+}  // namespace ce

@@ -1,0 +1,85 @@
+// Cursor: a position in one index that stays valid while the space changes between steps.
+//
+// It serves both `index.pairs()` and the expiration daemon's scan. Like memtx iterators, a
+// TREE cursor remembers the last tuple it returned and the tree's version. When the version is
+// unchanged it steps through the linked leaves in O(1); when the only change since was the
+// erase of that very tuple (the daemon deleting what it just read) it continues from the
+// tree's erase_successor(), also O(1); after any other change it re-seeks strictly past the
+// last tuple in O(log n). A HASH cursor walks slots by position; tuples never move between
+// rehashes, and after a rehash (generation() changed) the walk restarts at slot 0, so a tuple
+// that lives through a whole walk is returned at least once, possibly twice, never skipped.
+//
+// Lifetime: while a caller holds the cursor "attached" (inside one native call, or one
+// transaction, during which the tuples it returned cannot be freed) it keeps a pointer to the
+// last tuple. detach() copies that tuple's bytes, so the cursor may outlive the tuple; call it
+// before control returns to JavaScript. The cursor refers to its Index by pointer: the space
+// that owns both must outlive it (space_object.cc enforces this with a reference and checks
+// for drop()).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "index.h"
+
+namespace ce {
+
+class Cursor {
+ public:
+  // `key` is a checked MessagePack array with `key_parts` parts (0 for none).
+  Cursor(Index* index, IterType type, std::string key, uint32_t key_parts);
+
+  Index* index() const { return index_; }
+  IterType type() const { return type_; }
+
+  Tuple* next();
+  bool exhausted() const { return done_; }
+  void reset();
+  void detach();
+
+  struct Saved {
+    bool started, done, attached;
+    Tree::Iterator pos;
+    uint64_t version;
+    std::vector<uint64_t> last_copy;
+    Tuple* last;
+    size_t slot;
+    uint64_t generation;
+  };
+  Saved save() const;
+  void restore(const Saved& s);
+
+  // The copy of the visited tuples kept by the scan-for-predicate path (see expiration.h).
+  std::string& visited() { return visited_; }
+  std::vector<size_t>& visited_offsets() { return visited_offsets_; }
+
+ private:
+  bool reverse() const { return type_ == IterType::kLe || type_ == IterType::kLt || type_ == IterType::kReq; }
+  bool in_range(const Tuple* t) const;
+  Tuple* next_tree();
+  Tuple* next_hash();
+  TreeElem last_elem() const;
+
+  Index* index_;
+  IterType type_;
+  std::string key_;
+  const uint8_t* key_first_ = nullptr;
+  uint32_t key_parts_;
+  uint64_t key_hint_ = 0;
+
+  bool started_ = false;
+  bool done_ = false;
+  bool attached_ = false;
+  Tree::Iterator pos_{};
+  uint64_t version_ = 0;
+  std::vector<uint64_t> last_copy_;  // a Tuple, 8-byte aligned
+  Tuple* last_ = nullptr;            // meaningful while attached_
+  size_t slot_ = 0;
+  uint64_t generation_ = 0;
+
+  std::string visited_;
+  std::vector<size_t> visited_offsets_;
+};
+
+}  // namespace ce

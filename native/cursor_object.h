@@ -1,0 +1,40 @@
+// CursorObject: the JavaScript handle of one Cursor (class `CursorHandle` in the binding).
+//
+// Created by SpaceHandle.cursor(). Ownership: it owns its Cursor and holds a strong reference
+// to the SpaceObject it came from, so the space (and the Index the cursor points into) cannot be
+// collected first; every call checks that the space was not dropped. It also keeps the cursor
+// state saved at the start of the running expiration chunk, restored when the chunk rolls back.
+#pragma once
+
+#include <napi.h>
+
+#include <memory>
+
+#include "cursor.h"
+
+namespace ce {
+
+class SpaceObject;
+
+class CursorObject : public Napi::ObjectWrap<CursorObject> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  explicit CursorObject(const Napi::CallbackInfo& info);
+  static Napi::Object Create(Napi::Env env, SpaceObject* owner, Napi::Object owner_js, std::unique_ptr<Cursor> cursor);
+  static CursorObject* FromArg(const Napi::CallbackInfo& info, size_t i, SpaceObject* owner);
+
+  Cursor& cursor();  // throws ER_SPACE_DROPPED
+  Cursor::Saved& saved() { return saved_; }
+
+ private:
+  Napi::Value Next(const Napi::CallbackInfo& info);
+  Napi::Value Reset(const Napi::CallbackInfo& info);
+  Napi::Value Restore(const Napi::CallbackInfo& info);
+
+  SpaceObject* owner_ = nullptr;
+  Napi::ObjectReference owner_ref_;
+  std::unique_ptr<Cursor> cursor_;
+  Cursor::Saved saved_{};
+};
+
+}  // namespace ce

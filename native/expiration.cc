@@ -1,0 +1,88 @@
+#include "expiration.h"
+
+#include "errors.h"
+#include "msgpack.h"
+
+namespace ce {
+
+ChunkResult expire_chunk(Space& space, Cursor& cursor, uint32_t fieldno, uint32_t scan_size, double now,
+                         bool early_break, std::string* deleted) {
+  ChunkResult r;
+  mp::Num limit;
+  limit.kind = mp::Num::kDouble;
+  limit.d = now;
+  while (r.checked < scan_size) {
+    Tuple* t = cursor.next();
+    if (t == nullptr) {
+      r.pass_end = true;
+      cursor.reset();
+      return r;
+    }
+    r.checked++;
+    const uint8_t* ttl = mp::field(t->data(), fieldno);
+    mp::Num value;
+    if (ttl == nullptr || !mp::read_num(ttl, &value)) continue;
+    if (mp::compare_num(value, limit) <= 0) {
+      if (deleted != nullptr) deleted->append(reinterpret_cast<const char*>(t->data()), t->size);
+      space.remove_tuple(t);
+      r.expired++;
+    } else if (early_break) {
+      r.pass_end = r.early_break = true;
+      cursor.reset();
+      return r;
+    }
+  }
+  cursor.detach();
+  return r;
+}
+
+uint32_t scan_chunk(Cursor& cursor, uint32_t scan_size, bool* pass_end) {
+  std::string& visited = cursor.visited();
+  std::vector<size_t>& offsets = cursor.visited_offsets();
+  visited.clear();
+  offsets.clear();
+  offsets.push_back(0);
+  *pass_end = false;
+  uint32_t n = 0;
+  while (n < scan_size) {
+    Tuple* t = cursor.next();
+    if (t == nullptr) {
+      *pass_end = true;
+      cursor.reset();
+      return n;
+    }
+    visited.append(reinterpret_cast<const char*>(t->data()), t->size);
+    offsets.push_back(visited.size());
+    n++;
+  }
+  cursor.detach();
+  return n;
+}
+
+uint32_t delete_visited(Space& space, Cursor& cursor, const uint32_t* positions, size_t count,
+                        std::string* deleted) {
+  const std::string& visited = cursor.visited();
+  const std::vector<size_t>& offsets = cursor.visited_offsets();
+  Index& pk = space.primary();
+  std::vector<uint64_t> probe;
+  uint32_t removed = 0;
+  for (size_t i = 0; i < count; i++) {
+    const uint32_t pos = positions[i];
+    if (size_t(pos) + 1 >= offsets.size())
+      throw DbError(err::kIllegalParams, "delete_visited(): position " + std::to_string(pos) + " was not visited");
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(visited.data()) + offsets[pos];
+    const size_t size = offsets[pos + 1] - offsets[pos];
+    probe.assign((sizeof(Tuple) + size + 7) / 8, 0);
+    Tuple* copy = reinterpret_cast<Tuple*>(probe.data());
+    copy->size = uint32_t(size);
+    std::memcpy(copy->data(), bytes, size);
+    Tuple* stored = pk.find_dup(copy);
+    if (stored == nullptr || !stored->same_bytes(bytes, size)) continue;
+    if (deleted != nullptr) deleted->append(reinterpret_cast<const char*>(bytes), size);
+    space.remove_tuple(stored);
+    removed++;
+  }
+  return removed;
+}
+
+}  // namespace ce

@@ -1,0 +1,258 @@
+#include "key_def.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "errors.h"
+#include "msgpack.h"
+
+namespace ce {
+
+namespace {
+
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t hash_bytes(const uint8_t* p, uint32_t n) {
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+  while (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = mix(h ^ w);
+    p += 8;
+    n -= 8;
+  }
+  uint64_t w = 0;
+  std::memcpy(&w, p, n);
+  return mix(h ^ w ^ 0x5bd1e995);
+}
+
+bool type_accepts(FieldType type, const uint8_t* v) {
+  switch (type) {
+    case FieldType::kUnsigned:
+    case FieldType::kInteger:
+    case FieldType::kNumber: {
+      mp::Num n;
+      if (!mp::read_num(v, &n)) return false;
+      if (type == FieldType::kNumber) return !(n.kind == mp::Num::kDouble && std::isnan(n.d));
+      if (!mp::num_is_integral(n)) return false;
+      return type == FieldType::kInteger || n.kind == mp::Num::kUint || n.d >= 0;
+    }
+    case FieldType::kString: {
+      uint32_t len = 0;
+      return mp::read_str(v, &len) != nullptr;
+    }
+    case FieldType::kBoolean: {
+      bool b;
+      return mp::read_bool(v, &b);
+    }
+  }
+  return false;
+}
+
+int compare_values(FieldType type, const uint8_t* a, const uint8_t* b) {
+  switch (type) {
+    case FieldType::kString: {
+      uint32_t la = 0, lb = 0;
+      const uint8_t* pa = mp::read_str(a, &la);
+      const uint8_t* pb = mp::read_str(b, &lb);
+      const int c = std::memcmp(pa, pb, la < lb ? la : lb);
+      if (c != 0) return c < 0 ? -1 : 1;
+      return la < lb ? -1 : la > lb ? 1 : 0;
+    }
+    case FieldType::kBoolean:
+      return int(*a == 0xc3) - int(*b == 0xc3);
+    default: {
+      mp::Num na, nb;
+      mp::read_num(a, &na);
+      mp::read_num(b, &nb);
+      return mp::compare_num(na, nb);
+    }
+  }
+}
+
+uint64_t hint_value(FieldType type, const uint8_t* v) {
+  switch (type) {
+    case FieldType::kString: {
+      uint32_t len = 0;
+      const uint8_t* p = mp::read_str(v, &len);
+      uint64_t h = 0;
+      for (uint32_t i = 0; i < 8; i++) h = h << 8 | (i < len ? p[i] : 0);
+      return h;
+    }
+    case FieldType::kBoolean:
+      return *v == 0xc3;
+    default: {
+      mp::Num n;
+      mp::read_num(v, &n);
+      double d = mp::num_to_double(n);
+      if (d == 0) d = 0;  // folds -0
+      uint64_t bits;
+      std::memcpy(&bits, &d, 8);
+      return (bits >> 63) ? ~bits : bits | (1ULL << 63);
+    }
+  }
+  return 0;
+}
+
+uint64_t hash_value(FieldType type, const uint8_t* v) {
+  switch (type) {
+    case FieldType::kString: {
+      uint32_t len = 0;
+      const uint8_t* p = mp::read_str(v, &len);
+      return hash_bytes(p, len);
+    }
+    case FieldType::kBoolean:
+      return mix(0x1234567ULL + (*v == 0xc3));
+    default: {
+      mp::Num n;
+      mp::read_num(v, &n);
+      if (n.kind == mp::Num::kDouble && mp::num_is_integral(n)) {
+        if (n.d >= 0) { n.kind = mp::Num::kUint; n.u = uint64_t(n.d); }
+        else { n.kind = mp::Num::kInt; n.i = int64_t(n.d); }
+      }
+      if (n.kind == mp::Num::kUint) return mix(n.u);
+      if (n.kind == mp::Num::kInt) return mix(uint64_t(n.i) ^ 0xa5a5a5a5a5a5a5a5ULL);
+      double d = n.d;
+      uint64_t bits;
+      std::memcpy(&bits, &d, 8);
+      return mix(bits ^ 0x3c3c3c3c3c3c3c3cULL);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+const char* field_type_name(FieldType type) {
+  switch (type) {
+    case FieldType::kUnsigned: return "unsigned";
+    case FieldType::kInteger: return "integer";
+    case FieldType::kNumber: return "number";
+    case FieldType::kString: return "string";
+    case FieldType::kBoolean: return "boolean";
+  }
+  return "?";
+}
+
+bool parse_field_type(const std::string& name, FieldType* out) {
+  static const FieldType all[] = {FieldType::kUnsigned, FieldType::kInteger, FieldType::kNumber,
+                                  FieldType::kString, FieldType::kBoolean};
+  for (FieldType t : all) {
+    if (name == field_type_name(t)) {
+      *out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string describe_value(const uint8_t* v) {
+  mp::Num n;
+  if (mp::read_num(v, &n)) {
+    if (n.kind == mp::Num::kDouble) {
+      if (std::isnan(n.d)) return "NaN";
+      if (!std::isfinite(n.d)) return n.d > 0 ? "Infinity" : "-Infinity";
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "%.17g", n.d);
+      return std::string("number ") + buf;
+    }
+    return n.kind == mp::Num::kUint ? "unsigned " + std::to_string(n.u) : "integer " + std::to_string(n.i);
+  }
+  const uint8_t c = *v;
+  uint32_t len = 0;
+  if (mp::read_str(v, &len) != nullptr) return "string";
+  if (c == 0xc0) return "nil";
+  if (c == 0xc2 || c == 0xc3) return "boolean";
+  if (c == 0xc4 || c == 0xc5 || c == 0xc6) return "binary";
+  if (mp::is_array(v)) return "array";
+  if ((c & 0xf0) == 0x80 || c == 0xde || c == 0xdf) return "map";
+  return "extension";
+}
+
+KeyDef::KeyDef(std::string index_name, std::vector<KeyPart> parts)
+    : index_name_(std::move(index_name)), parts_(std::move(parts)) {}
+
+bool KeyDef::has_field(uint32_t fieldno) const {
+  for (const KeyPart& p : parts_)
+    if (p.fieldno == fieldno) return true;
+  return false;
+}
+
+void KeyDef::check_tuple(const uint8_t* tuple) const {
+  for (const KeyPart& part : parts_) {
+    const uint8_t* v = mp::field(tuple, part.fieldno);
+    if (v == nullptr) {
+      throw DbError(err::kFieldMissing, "Tuple field " + std::to_string(part.fieldno + 1) +
+                                            " required by index '" + index_name_ + "' is missing");
+    }
+    if (!type_accepts(part.type, v)) {
+      throw DbError(err::kFieldType, "Tuple field " + std::to_string(part.fieldno + 1) +
+                                         " required by index '" + index_name_ + "' must be " +
+                                         field_type_name(part.type) + ", got " + describe_value(v));
+    }
+  }
+}
+
+uint32_t KeyDef::check_key(const uint8_t* key) const {
+  const uint8_t* p = key;
+  const uint32_t n = mp::read_array(&p);
+  if (n > parts_.size()) {
+    throw DbError(err::kKeyPartCount, "Invalid key part count for index '" + index_name_ +
+                                          "' (expected at most " + std::to_string(parts_.size()) +
+                                          ", got " + std::to_string(n) + ")");
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    if (!type_accepts(parts_[i].type, p)) {
+      throw DbError(err::kKeyType, "Supplied key type of part " + std::to_string(i + 1) +
+                                       " does not match index '" + index_name_ + "' part type: expected " +
+                                       field_type_name(parts_[i].type) + ", got " + describe_value(p));
+    }
+    p = mp::next(p);
+  }
+  return n;
+}
+
+int KeyDef::compare(const uint8_t* a, const uint8_t* b) const {
+  for (const KeyPart& part : parts_) {
+    const int c = compare_values(part.type, mp::field(a, part.fieldno), mp::field(b, part.fieldno));
+    if (c != 0) return c;
+  }
+  return 0;
+}
+
+int KeyDef::compare_with_key(const uint8_t* tuple, const uint8_t* key, uint32_t n) const {
+  for (uint32_t i = 0; i < n; i++) {
+    const KeyPart& part = parts_[i];
+    const int c = compare_values(part.type, mp::field(tuple, part.fieldno), key);
+    if (c != 0) return c;
+    key = mp::next(key);
+  }
+  return 0;
+}
+
+uint64_t KeyDef::hint(const uint8_t* tuple) const {
+  return hint_value(parts_[0].type, mp::field(tuple, parts_[0].fieldno));
+}
+
+uint64_t KeyDef::hint_key(const uint8_t* key) const { return hint_value(parts_[0].type, key); }
+
+uint64_t KeyDef::hash(const uint8_t* tuple) const {
+  uint64_t h = 0;
+  for (const KeyPart& part : parts_) h = mix(h * 31 + hash_value(part.type, mp::field(tuple, part.fieldno)));
+  return h;
+}
+
+uint64_t KeyDef::hash_key(const uint8_t* key) const {
+  uint64_t h = 0;
+  for (const KeyPart& part : parts_) {
+    h = mix(h * 31 + hash_value(part.type, key));
+    key = mp::next(key);
+  }
+  return h;
+}
+
+}  // namespace ce

@@ -1,0 +1,67 @@
+// KeyDef: the parts of an index key, and everything that reads tuples or keys through them.
+//
+// A part is a 0-based field number and a type. check_tuple() and check_key() enforce the types
+// (unsigned and integer accept only integral values, in range, whatever the encoding; NaN is
+// refused everywhere), so comparisons and hashes never meet a value of the wrong type.
+//
+// Ordering: numbers by value (see mp::compare_num), strings bytewise (shorter first on a common
+// prefix), false before true. A key with fewer parts than the definition compares as a prefix.
+//
+// Hints: hint() maps the first part to 64 bits so that a < b implies hint(a) <= hint(b) and
+// a == b implies equal hints (numbers through double with -0 folded to 0, strings by their first
+// 8 bytes, booleans as 0/1). The B+tree stores the hint beside each tuple pointer and compares
+// hints first, so a search reads tuple bytes only when two first parts tie on their hint.
+//
+// Hashes: equal keys hash equally whatever their encoding (5 and 5.0 hash alike).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ce {
+
+enum class FieldType : uint8_t { kUnsigned, kInteger, kNumber, kString, kBoolean };
+
+const char* field_type_name(FieldType type);
+bool parse_field_type(const std::string& name, FieldType* out);
+
+struct KeyPart {
+  uint32_t fieldno;  // 0-based
+  FieldType type;
+};
+
+class KeyDef {
+ public:
+  KeyDef(std::string index_name, std::vector<KeyPart> parts);
+
+  const std::vector<KeyPart>& parts() const { return parts_; }
+  uint32_t part_count() const { return uint32_t(parts_.size()); }
+  const std::string& index_name() const { return index_name_; }
+  bool has_field(uint32_t fieldno) const;
+
+  // Throws ER_FIELD_MISSING or ER_FIELD_TYPE unless every part is present with its type.
+  void check_tuple(const uint8_t* tuple) const;
+  // `key` is a validated MessagePack array. Throws ER_KEY_PART_COUNT when it has more parts than
+  // the definition, ER_KEY_TYPE when a part has the wrong type. Returns the part count.
+  uint32_t check_key(const uint8_t* key) const;
+
+  int compare(const uint8_t* a, const uint8_t* b) const;
+  // `key` points at the first part of a checked key with `n` parts.
+  int compare_with_key(const uint8_t* tuple, const uint8_t* key, uint32_t n) const;
+
+  uint64_t hint(const uint8_t* tuple) const;
+  uint64_t hint_key(const uint8_t* key) const;  // first part of a key with >= 1 part
+
+  uint64_t hash(const uint8_t* tuple) const;
+  uint64_t hash_key(const uint8_t* key) const;  // a full key, first part
+
+ private:
+  std::string index_name_;
+  std::vector<KeyPart> parts_;
+};
+
+// The bytes of one key part value, for error messages: "string", "unsigned", "NaN", ...
+std::string describe_value(const uint8_t* value);
+
+}  // namespace ce

@@ -1,0 +1,120 @@
+// Helpers shared by the N-API wrappers: argument checks, error conversion, output buffers.
+//
+// Every wrapper method runs its body through guard(), which turns DbError, std::bad_alloc and
+// any other std::exception into a thrown JavaScript error with a `code`, so no C++ exception
+// crosses into N-API. Arguments are checked here even though TypeScript checks them first:
+// the binding can be reached directly, and a wrong type must never become a crash.
+//
+// Results leave as MessagePack bytes: copied into the caller's reusable scratch Buffer when they
+// fit (the method returns the byte count), or in a new Buffer when they do not.
+#pragma once
+
+#include <napi.h>
+
+#include <cmath>
+#include <string>
+
+#include "errors.h"
+#include "tuple.h"
+
+namespace ce {
+
+struct AddonData {
+  Napi::FunctionReference space_ctor;
+  Napi::FunctionReference cursor_ctor;
+  Napi::FunctionReference error_ctor;
+};
+
+inline void throw_js(Napi::Env env, const char* code, const std::string& message) {
+  AddonData* data = env.GetInstanceData<AddonData>();
+  if (data != nullptr && !data->error_ctor.IsEmpty()) {
+    Napi::Value err = data->error_ctor.New({Napi::String::New(env, message), Napi::String::New(env, code)});
+    if (!env.IsExceptionPending()) Napi::Error(env, err).ThrowAsJavaScriptException();
+    return;
+  }
+  Napi::Error e = Napi::Error::New(env, message);
+  e.Set("code", Napi::String::New(env, code));
+  e.ThrowAsJavaScriptException();
+}
+
+template <class F>
+Napi::Value guard(Napi::Env env, F&& body) {
+  try {
+    return body();
+  } catch (const DbError& e) {
+    throw_js(env, e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    throw_js(env, err::kMemory, "Out of memory");
+  } catch (const std::exception& e) {
+    throw_js(env, "ER_INTERNAL", e.what());
+  }
+  return env.Undefined();
+}
+
+inline DbError bad_arg(const char* what, const char* expected) {
+  return DbError(err::kIllegalParams, std::string("Native argument '") + what + "' must be " + expected);
+}
+
+struct Bytes {
+  const uint8_t* data;
+  size_t size;
+};
+
+inline Bytes arg_bytes(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  if (i >= info.Length() || !info[i].IsBuffer()) throw bad_arg(what, "a Buffer");
+  Napi::Buffer<uint8_t> b = info[i].As<Napi::Buffer<uint8_t>>();
+  return Bytes{b.Data(), b.Length()};
+}
+
+inline double arg_number(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  if (i >= info.Length() || !info[i].IsNumber()) throw bad_arg(what, "a number");
+  return info[i].As<Napi::Number>().DoubleValue();
+}
+
+inline uint32_t arg_u32(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  const double d = arg_number(info, i, what);
+  if (!(d >= 0 && d <= 4294967295.0) || std::trunc(d) != d) throw bad_arg(what, "an integer in [0, 2^32)");
+  return uint32_t(d);
+}
+
+// A count that may be Infinity (limits): saturates at UINT64 range.
+inline uint64_t arg_count(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  const double d = arg_number(info, i, what);
+  if (std::isnan(d) || d < 0 || (std::isfinite(d) && std::trunc(d) != d))
+    throw bad_arg(what, "a non-negative integer or Infinity");
+  return d >= 1.8e19 ? UINT64_MAX : uint64_t(d);
+}
+
+inline bool arg_bool(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  if (i >= info.Length() || !info[i].IsBoolean()) throw bad_arg(what, "a boolean");
+  return info[i].As<Napi::Boolean>().Value();
+}
+
+inline std::string arg_string(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  if (i >= info.Length() || !info[i].IsString()) throw bad_arg(what, "a string");
+  return info[i].As<Napi::String>().Utf8Value();
+}
+
+// Writes bytes into the scratch Buffer at info[i] when they fit; returns the count, else a copy.
+inline Napi::Value emit(const Napi::CallbackInfo& info, size_t i, const uint8_t* data, size_t size) {
+  Napi::Env env = info.Env();
+  if (i < info.Length() && info[i].IsBuffer()) {
+    Napi::Buffer<uint8_t> scratch = info[i].As<Napi::Buffer<uint8_t>>();
+    if (size <= scratch.Length()) {
+      if (size > 0) std::memcpy(scratch.Data(), data, size);
+      return Napi::Number::New(env, double(size));
+    }
+  }
+  return Napi::Buffer<uint8_t>::Copy(env, data, size);
+}
+
+inline Napi::Value emit(const Napi::CallbackInfo& info, size_t i, const std::string& bytes) {
+  return emit(info, i, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+}
+
+inline Napi::Value emit_tuple(const Napi::CallbackInfo& info, size_t i, const Tuple* t) {
+  if (t == nullptr) return info.Env().Null();
+  return emit(info, i, t->data(), t->size);
+}
+
+}  // namespace ce

@@ -1,0 +1,424 @@
+#include "space_object.h"
+
+#include "cursor_object.h"
+#include "expiration.h"
+#include "msgpack.h"
+#include "napi_util.h"
+
+namespace ce {
+
+namespace {
+
+// A key argument: undefined/null (no parts), a number, string or boolean (one part), or a
+// Buffer holding a packed array. Scalars are encoded here so the hot `get(id)` path packs
+// nothing in JavaScript.
+struct KeyArg {
+  std::string owned;
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
+KeyArg arg_key(const Napi::CallbackInfo& info, size_t i) {
+  KeyArg k;
+  const Napi::Value v = i < info.Length() ? info[i] : info.Env().Undefined();
+  if (v.IsUndefined() || v.IsNull()) {
+    k.owned.push_back(char(0x90));
+  } else if (v.IsBuffer()) {
+    Napi::Buffer<uint8_t> b = v.As<Napi::Buffer<uint8_t>>();
+    k.data = b.Data();
+    k.size = b.Length();
+    return k;
+  } else if (v.IsNumber()) {
+    mp::write_array_header(&k.owned, 1);
+    mp::write_double(&k.owned, v.As<Napi::Number>().DoubleValue());
+  } else if (v.IsString()) {
+    const std::string s = v.As<Napi::String>().Utf8Value();
+    mp::write_array_header(&k.owned, 1);
+    mp::write_str(&k.owned, s.data(), s.size());
+  } else if (v.IsBoolean()) {
+    mp::write_array_header(&k.owned, 1);
+    mp::write_bool(&k.owned, v.As<Napi::Boolean>().Value());
+  } else {
+    throw DbError(err::kKeyType, "Key must be a number, string, boolean, array of parts, or undefined");
+  }
+  k.data = reinterpret_cast<const uint8_t*>(k.owned.data());
+  k.size = k.owned.size();
+  return k;
+}
+
+IterType arg_iter(const Napi::CallbackInfo& info, size_t i) {
+  const uint32_t v = arg_u32(info, i, "iterator");
+  if (v > uint32_t(IterType::kLt)) throw DbError(err::kIteratorType, "Unknown iterator type #" + std::to_string(v));
+  return IterType(v);
+}
+
+const char* iter_name(IterType t) {
+  static const char* names[] = {"EQ", "REQ", "ALL", "GE", "GT", "LE", "LT"};
+  return names[int(t)];
+}
+
+// Refuses what an index cannot do: HASH walks only ALL and EQ, with a full key.
+void check_iterator(const Index& index, IterType type, uint32_t parts) {
+  if (index.type() != IndexType::kHash) return;
+  if (type != IterType::kAll && type != IterType::kEq)
+    throw DbError(err::kIteratorType, std::string("HASH index '") + index.name() + "' does not support iterator '" +
+                                          iter_name(type) + "' (only 'ALL' and 'EQ')");
+  if (type == IterType::kEq && parts != 0 && parts != index.key_def().part_count())
+    throw DbError(err::kKeyPartCount, "HASH index '" + index.name() + "' needs a full key (" +
+                                          std::to_string(index.key_def().part_count()) + " parts), got " +
+                                          std::to_string(parts));
+}
+
+std::unique_ptr<Cursor> make_cursor(Space& space, Index& index, const KeyArg& key, IterType type) {
+  const uint8_t* first;
+  const uint32_t parts = space.check_key(index, key.data, key.size, &first);
+  check_iterator(index, type, parts);
+  return std::make_unique<Cursor>(&index, type, std::string(reinterpret_cast<const char*>(key.data), key.size), parts);
+}
+
+void write_out(const Napi::CallbackInfo& info, size_t i, std::initializer_list<double> values) {
+  if (i >= info.Length() || !info[i].IsTypedArray() ||
+      info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array ||
+      info[i].As<Napi::Float64Array>().ElementLength() < values.size())
+    throw bad_arg("out", "a Float64Array of at least 5 elements");
+  Napi::Float64Array out = info[i].As<Napi::Float64Array>();
+  size_t k = 0;
+  for (double v : values) out[k++] = v;
+}
+
+}  // namespace
+
+Napi::Function SpaceObject::Init(Napi::Env env) {
+  return DefineClass(env, "SpaceHandle",
+                     {
+                         InstanceMethod<&SpaceObject::CreateIndex>("createIndex"),
+                         InstanceMethod<&SpaceObject::Insert>("insert"),
+                         InstanceMethod<&SpaceObject::InsertMany>("insertMany"),
+                         InstanceMethod<&SpaceObject::Get>("get"),
+                         InstanceMethod<&SpaceObject::Delete>("delete"),
+                         InstanceMethod<&SpaceObject::Select>("select"),
+                         InstanceMethod<&SpaceObject::Count>("count"),
+                         InstanceMethod<&SpaceObject::MinMax>("minmax"),
+                         InstanceMethod<&SpaceObject::Len>("len"),
+                         InstanceMethod<&SpaceObject::Memory>("memory"),
+                         InstanceMethod<&SpaceObject::Truncate>("truncate"),
+                         InstanceMethod<&SpaceObject::Drop>("drop"),
+                         InstanceMethod<&SpaceObject::Begin>("begin"),
+                         InstanceMethod<&SpaceObject::Commit>("commit"),
+                         InstanceMethod<&SpaceObject::Rollback>("rollback"),
+                         InstanceMethod<&SpaceObject::NewCursor>("cursor"),
+                         InstanceMethod<&SpaceObject::ExpireChunk>("expireChunk"),
+                         InstanceMethod<&SpaceObject::RollbackChunk>("rollbackChunk"),
+                         InstanceMethod<&SpaceObject::ScanChunk>("scanChunk"),
+                         InstanceMethod<&SpaceObject::DeleteVisited>("deleteVisited"),
+                         InstanceMethod<&SpaceObject::CheckIntegrity>("checkIntegrity"),
+                     });
+}
+
+SpaceObject::SpaceObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SpaceObject>(info) {
+  guard(info.Env(), [&]() -> Napi::Value {
+    name_ = arg_string(info, 0, "name");
+    const uint32_t max = arg_u32(info, 1, "maxTupleSize");
+    if (max == 0) throw bad_arg("maxTupleSize", "positive");
+    space_ = std::make_unique<Space>(name_, max);
+    return info.Env().Undefined();
+  });
+}
+
+Space& SpaceObject::space() {
+  if (!space_) throw DbError(err::kSpaceDropped, "Space '" + name_ + "' was dropped");
+  return *space_;
+}
+
+Napi::Value SpaceObject::CreateIndex(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    const std::string name = arg_string(info, 0, "name");
+    const std::string type = arg_string(info, 1, "type");
+    const bool unique = arg_bool(info, 2, "unique");
+    if (info.Length() < 5 || !info[3].IsArray() || !info[4].IsArray()) throw bad_arg("parts", "two arrays");
+    Napi::Array fields = info[3].As<Napi::Array>(), types = info[4].As<Napi::Array>();
+    if (fields.Length() != types.Length() || fields.Length() == 0 || fields.Length() > 64)
+      throw bad_arg("parts", "1 to 64 fields with one type each");
+    std::vector<KeyPart> parts;
+    for (uint32_t i = 0; i < fields.Length(); i++) {
+      Napi::Value f = fields[i], t = types[i];
+      if (!f.IsNumber() || !t.IsString()) throw bad_arg("parts", "numbers and type names");
+      const double fd = f.As<Napi::Number>().DoubleValue();
+      if (!(fd >= 0 && fd < 65536) || std::trunc(fd) != fd) throw bad_arg("field", "an integer in [0, 65536)");
+      FieldType ft;
+      if (!parse_field_type(t.As<Napi::String>().Utf8Value(), &ft))
+        throw DbError(err::kIllegalParams, "Unknown field type '" + t.As<Napi::String>().Utf8Value() + "'");
+      parts.push_back(KeyPart{uint32_t(fd), ft});
+    }
+    IndexType it;
+    if (type == "TREE") it = IndexType::kTree;
+    else if (type == "HASH") it = IndexType::kHash;
+    else throw DbError(err::kIllegalParams, "Unknown index type '" + type + "'");
+    return Napi::Number::New(info.Env(), s.create_index(name, it, unique, std::move(parts)));
+  });
+}
+
+Napi::Value SpaceObject::Insert(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    const Bytes b = arg_bytes(info, 0, "tuple");
+    s.insert(b.data, b.size, arg_bool(info, 1, "replace"));
+    return info.Env().Undefined();
+  });
+}
+
+Napi::Value SpaceObject::InsertMany(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    const Bytes b = arg_bytes(info, 0, "tuples");
+    return Napi::Number::New(info.Env(), double(s.insert_many(b.data, b.size)));
+  });
+}
+
+Napi::Value SpaceObject::Get(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    Index& index = s.index(arg_u32(info, 0, "index"));
+    const KeyArg key = arg_key(info, 1);
+    const uint8_t* first;
+    const uint32_t parts = s.check_key(index, key.data, key.size, &first);
+    if (!index.unique())
+      throw DbError(err::kUnsupported, "get() needs a unique index; '" + index.name() + "' is not unique, use select()");
+    if (parts != index.key_def().part_count())
+      throw DbError(err::kKeyPartCount, "get() on index '" + index.name() + "' needs a full key (" +
+                                            std::to_string(index.key_def().part_count()) + " parts), got " +
+                                            std::to_string(parts));
+    return emit_tuple(info, 2, index.get(first));
+  });
+}
+
+Napi::Value SpaceObject::Delete(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    Index& pk = s.primary();
+    const KeyArg key = arg_key(info, 0);
+    const uint8_t* first;
+    const uint32_t parts = s.check_key(pk, key.data, key.size, &first);
+    if (parts != pk.key_def().part_count())
+      throw DbError(err::kKeyPartCount, "delete() needs a full primary key (" +
+                                            std::to_string(pk.key_def().part_count()) + " parts), got " +
+                                            std::to_string(parts));
+    std::string out;
+    if (!s.remove(first, &out)) return info.Env().Null();
+    return emit(info, 1, out);
+  });
+}
+
+Napi::Value SpaceObject::Select(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    Index& index = s.index(arg_u32(info, 0, "index"));
+    const KeyArg key = arg_key(info, 1);
+    const IterType type = arg_iter(info, 2);
+    uint64_t limit = arg_count(info, 3, "limit");
+    uint64_t offset = arg_count(info, 4, "offset");
+    std::unique_ptr<Cursor> c = make_cursor(s, index, key, type);
+    std::string out;
+    while (limit > 0) {
+      Tuple* t = c->next();
+      if (t == nullptr) break;
+      if (offset > 0) {
+        offset--;
+        continue;
+      }
+      out.append(reinterpret_cast<const char*>(t->data()), t->size);
+      limit--;
+    }
+    return emit(info, 5, out);
+  });
+}
+
+Napi::Value SpaceObject::Count(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    Index& index = s.index(arg_u32(info, 0, "index"));
+    const KeyArg key = arg_key(info, 1);
+    const IterType type = arg_iter(info, 2);
+    std::unique_ptr<Cursor> c = make_cursor(s, index, key, type);
+    if (c->type() == IterType::kAll) return Napi::Number::New(info.Env(), double(index.size()));
+    double n = 0;
+    while (c->next() != nullptr) n++;
+    return Napi::Number::New(info.Env(), n);
+  });
+}
+
+Napi::Value SpaceObject::MinMax(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    Index& index = s.index(arg_u32(info, 0, "index"));
+    const KeyArg key = arg_key(info, 1);
+    const bool max = arg_bool(info, 2, "max");
+    if (index.type() != IndexType::kTree)
+      throw DbError(err::kUnsupported, "HASH index '" + index.name() + "' does not support " + (max ? "max()" : "min()"));
+    std::unique_ptr<Cursor> c = make_cursor(s, index, key, max ? IterType::kReq : IterType::kEq);
+    return emit_tuple(info, 3, c->next());
+  });
+}
+
+Napi::Value SpaceObject::Len(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    if (info.Length() > 0 && !info[0].IsUndefined())
+      return Napi::Number::New(info.Env(), double(s.index(arg_u32(info, 0, "index")).size()));
+    return Napi::Number::New(info.Env(), double(s.len()));
+  });
+}
+
+Napi::Value SpaceObject::Memory(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    Napi::Array a = Napi::Array::New(info.Env(), 2);
+    a.Set(uint32_t(0), Napi::Number::New(info.Env(), double(s.tuple_memory())));
+    a.Set(uint32_t(1), Napi::Number::New(info.Env(), double(s.index_memory())));
+    return a;
+  });
+}
+
+Napi::Value SpaceObject::Truncate(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    space().truncate();
+    return info.Env().Undefined();
+  });
+}
+
+Napi::Value SpaceObject::Drop(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    space_.reset();
+    return info.Env().Undefined();
+  });
+}
+
+Napi::Value SpaceObject::Begin(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value { return Napi::Number::New(info.Env(), double(space().begin())); });
+}
+
+Napi::Value SpaceObject::Commit(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    space().commit(size_t(arg_count(info, 0, "savepoint")));
+    return info.Env().Undefined();
+  });
+}
+
+Napi::Value SpaceObject::Rollback(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    space().rollback(size_t(arg_count(info, 0, "savepoint")));
+    return info.Env().Undefined();
+  });
+}
+
+Napi::Value SpaceObject::NewCursor(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    Index& index = s.index(arg_u32(info, 0, "index"));
+    const KeyArg key = arg_key(info, 1);
+    const IterType type = arg_iter(info, 2);
+    return CursorObject::Create(info.Env(), this, Value(), make_cursor(s, index, key, type));
+  });
+}
+
+// expireChunk(cursor, fieldno, scanSize, now, earlyBreak, mode, out, scratch)
+// mode 0: commit, return nothing; 1: commit, return the deleted tuples; 2: leave the
+// transaction open (out[4] is its savepoint) and return the deleted tuples, for onExpired.
+Napi::Value SpaceObject::ExpireChunk(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    CursorObject* co = CursorObject::FromArg(info, 0, this);
+    Cursor& c = co->cursor();
+    const uint32_t fieldno = arg_u32(info, 1, "fieldno");
+    const uint32_t scan_size = arg_u32(info, 2, "scanSize");
+    const double now = arg_number(info, 3, "now");
+    const bool early = arg_bool(info, 4, "earlyBreak");
+    const uint32_t mode = arg_u32(info, 5, "mode");
+    if (mode > 2) throw bad_arg("mode", "0, 1 or 2");
+    if (scan_size == 0) throw bad_arg("scanSize", "positive");
+    write_out(info, 6, {0, 0, 0, 0, 0});
+    if (early && (c.index()->type() != IndexType::kTree || c.index()->key_def().parts()[0].fieldno != fieldno))
+      throw DbError(err::kIllegalParams, "Early break needs a TREE index whose first part is the TTL field");
+    co->saved() = c.save();
+    std::string deleted;
+    const size_t sp = s.begin();
+    ChunkResult r;
+    try {
+      r = expire_chunk(s, c, fieldno, scan_size, now, early, mode > 0 ? &deleted : nullptr);
+      if (mode < 2) s.commit(sp);
+    } catch (...) {
+      s.rollback(sp);
+      c.restore(co->saved());
+      throw;
+    }
+    write_out(info, 6, {double(r.checked), double(r.expired), r.pass_end ? 1.0 : 0.0, r.early_break ? 1.0 : 0.0, double(sp)});
+    if (mode == 0) return info.Env().Undefined();
+    return emit(info, 7, deleted);
+  });
+}
+
+// rollbackChunk(cursor, savepoint): undoes a chunk left open by mode 2 and puts the cursor back.
+Napi::Value SpaceObject::RollbackChunk(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    CursorObject* co = CursorObject::FromArg(info, 0, this);
+    Cursor& c = co->cursor();
+    s.rollback(size_t(arg_count(info, 1, "savepoint")));
+    c.restore(co->saved());
+    c.detach();
+    return info.Env().Undefined();
+  });
+}
+
+// scanChunk(cursor, scanSize, out, scratch): the visited tuples, for a JavaScript predicate.
+Napi::Value SpaceObject::ScanChunk(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    space();
+    CursorObject* co = CursorObject::FromArg(info, 0, this);
+    Cursor& c = co->cursor();
+    const uint32_t scan_size = arg_u32(info, 1, "scanSize");
+    if (scan_size == 0) throw bad_arg("scanSize", "positive");
+    write_out(info, 2, {0, 0, 0, 0, 0});
+    co->saved() = c.save();
+    bool pass_end = false;
+    const uint32_t n = scan_chunk(c, scan_size, &pass_end);
+    write_out(info, 2, {double(n), 0, pass_end ? 1.0 : 0.0, 0, 0});
+    return emit(info, 3, c.visited());
+  });
+}
+
+// deleteVisited(cursor, positions, keepOpen, out, scratch): deletes visited tuples by position
+// in one transaction; committed unless keepOpen (then out[4] is the savepoint).
+Napi::Value SpaceObject::DeleteVisited(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    Space& s = space();
+    CursorObject* co = CursorObject::FromArg(info, 0, this);
+    Cursor& c = co->cursor();
+    if (info.Length() < 2 || !info[1].IsTypedArray() ||
+        info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
+      throw bad_arg("positions", "a Uint32Array");
+    Napi::Uint32Array positions = info[1].As<Napi::Uint32Array>();
+    const bool keep_open = arg_bool(info, 2, "keepOpen");
+    write_out(info, 3, {0, 0, 0, 0, 0});
+    std::string deleted;
+    const size_t sp = s.begin();
+    uint32_t removed;
+    try {
+      removed = delete_visited(s, c, positions.Data(), positions.ElementLength(), &deleted);
+      if (!keep_open) s.commit(sp);
+    } catch (...) {
+      s.rollback(sp);
+      c.restore(co->saved());
+      throw;
+    }
+    write_out(info, 3, {0, double(removed), 0, 0, double(sp)});
+    return emit(info, 4, deleted);
+  });
+}
+
+Napi::Value SpaceObject::CheckIntegrity(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value { return Napi::String::New(info.Env(), space().check_integrity()); });
+}
+
+}  // namespace ce

@@ -1,0 +1,55 @@
+// Argument checks shared by the API classes: each throws a CappedError with a clear message
+// before anything reaches the addon.
+import { CappedError, illegal } from './errors.js';
+
+export function checkOptions(where: string, options: unknown, allowed: readonly string[]): Record<string, unknown> {
+  if (options === undefined) return {};
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw illegal(`${where}: options must be an object`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) {
+      throw illegal(`${where}: unknown option '${key}' (expected one of: ${allowed.join(', ')})`);
+    }
+  }
+  return options as Record<string, unknown>;
+}
+
+export function checkName(where: string, name: unknown): string {
+  if (typeof name !== 'string' || name.length === 0) throw illegal(`${where}: name must be a non-empty string`);
+  return name;
+}
+
+export function checkCount(where: string, what: string, value: unknown, fallback: number, allowInfinity = false): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 ||
+      (!Number.isInteger(value) && !(allowInfinity && value === Infinity))) {
+    throw illegal(`${where}: ${what} must be a non-negative integer${allowInfinity ? ' or Infinity' : ''}, got ${String(value)}`);
+  }
+  return value;
+}
+
+export function checkPositiveNumber(where: string, what: string, value: unknown, fallback: number, allowZero = false): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
+    throw illegal(`${where}: ${what} must be a ${allowZero ? 'non-negative' : 'positive'} finite number, got ${String(value)}`);
+  }
+  return value;
+}
+
+export function checkFunction<T>(where: string, what: string, value: unknown): T | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'function') throw illegal(`${where}: ${what} must be a function`);
+  return value as T;
+}
+
+export function checkTuple(where: string, tuple: unknown): unknown[] {
+  if (!Array.isArray(tuple)) throw new CappedError(`${where}: a tuple must be an array, got ${describe(tuple)}`, 'ER_TUPLE_FORMAT');
+  return tuple;
+}
+
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value;
+}
