@@ -418,7 +418,7 @@ class BTree {
     if (!root_) return Iterator{};
     Leaf* leaf = descend(below, nullptr, false);
     if (!leaf) return Iterator{};
-    return Iterator{leaf, search(leaf->items, leaf->count, below)};
+    return at(leaf, search(leaf->items, leaf->count, below));
   }
 
   static Iterator at(Leaf* leaf, uint32_t pos) {

@@ -74,6 +74,14 @@ Tuple* Cursor::next() {
   return t;
 }
 
+bool Cursor::at_end() {
+  if (done_) return true;
+  const Saved saved = save();
+  const bool end = next() == nullptr;
+  restore(saved);
+  return end;
+}
+
 Tuple* Cursor::next_tree() {
   const Tree& tree = index_->tree();
   const KeyDef& kd = index_->key_def();

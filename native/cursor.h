@@ -35,6 +35,8 @@ class Cursor {
 
   Tuple* next();
   bool exhausted() const { return done_; }
+  // True when next() would return nothing; the cursor does not move.
+  bool at_end();
   void reset();
   void detach();
 

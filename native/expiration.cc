@@ -32,6 +32,11 @@ ChunkResult expire_chunk(Space& space, Cursor& cursor, uint32_t fieldno, uint32_
       return r;
     }
   }
+  if (cursor.at_end()) {
+    r.pass_end = true;
+    cursor.reset();
+    return r;
+  }
   cursor.detach();
   return r;
 }
@@ -54,6 +59,11 @@ uint32_t scan_chunk(Cursor& cursor, uint32_t scan_size, bool* pass_end) {
     visited.append(reinterpret_cast<const char*>(t->data()), t->size);
     offsets.push_back(visited.size());
     n++;
+  }
+  if (cursor.at_end()) {
+    *pass_end = true;
+    cursor.reset();
+    return n;
   }
   cursor.detach();
   return n;

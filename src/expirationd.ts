@@ -144,6 +144,7 @@ export class Task extends EventEmitter {
   private readonly counters: TaskStats = { checked: 0, expired: 0, restarts: 0, workingTime: 0, fullScans: 0, chunks: 0 };
   private cursor: NativeCursor | undefined;
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  private timerIsImmediate = false;
   private epoch = 0;
   private running = false;
   private passStarted = false;
@@ -215,11 +216,8 @@ export class Task extends EventEmitter {
 
   private clearTimer(): void {
     if (this.timer === undefined) return;
-    if ('hasRef' in this.timer && typeof (this.timer as NodeJS.Timeout).refresh === 'function') {
-      clearTimeout(this.timer as NodeJS.Timeout);
-    } else {
-      clearImmediate(this.timer as NodeJS.Immediate);
-    }
+    if (this.timerIsImmediate) clearImmediate(this.timer as NodeJS.Immediate);
+    else clearTimeout(this.timer as NodeJS.Timeout);
     this.timer = undefined;
   }
 
@@ -230,7 +228,8 @@ export class Task extends EventEmitter {
       if (this.running && epoch === this.epoch) this.tick();
     };
     const ms = seconds * 1000;
-    this.timer = ms < 1 ? setImmediate(run) : setTimeout(run, ms);
+    this.timerIsImmediate = ms < 1;
+    this.timer = this.timerIsImmediate ? setImmediate(run) : setTimeout(run, ms);
     if (!this.config.keepAlive) this.timer.unref();
   }
 

@@ -1,0 +1,78 @@
+// bench/space.ts: what a Space costs per tuple, at 1M tuples [id, 'user<id>@tarantool.io', exp]
+// with a HASH primary and a non-unique TREE on field 3 (the expiration index).
+//
+//   npm run bench:space [-- --tuples 1000000 --rounds 3]
+//
+// Prints ns per single insert(), per tuple in insertMany() (batches of 10k), per get() of a
+// random id, and native bytes per tuple from space.memory(). Each figure is the median of
+// --rounds fresh runs in this process.
+import { Space } from '../src/index.js';
+
+function flag(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+const N = flag('tuples', 1_000_000);
+const ROUNDS = flag('rounds', 3);
+const BATCH = 10_000;
+const NOW = Math.floor(Date.now() / 1000);
+
+function tuples(): unknown[][] {
+  const out: unknown[][] = new Array(N);
+  let seed = 12345;
+  for (let i = 0; i < N; i++) {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    out[i] = [i, `user${i}@tarantool.io`, NOW + (seed % 3600)];
+  }
+  return out;
+}
+
+function makeSpace(): Space {
+  const space = new Space('bench');
+  space.createIndex('primary', { type: 'HASH', parts: [{ field: 1, type: 'unsigned' }] });
+  space.createIndex('exp', { type: 'TREE', unique: false, parts: [{ field: 3, type: 'unsigned' }] });
+  return space;
+}
+
+function nsPer(count: number, fn: () => void): number {
+  const t0 = process.hrtime.bigint();
+  fn();
+  return Number(process.hrtime.bigint() - t0) / count;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+const data = tuples();
+const keys = Array.from({ length: N }, (_, i) => (i * 7919) % N);
+const results = { insert: [] as number[], insertMany: [] as number[], get: [] as number[], bytes: [] as number[],
+  tupleBytes: [] as number[], indexBytes: [] as number[] };
+
+for (let round = 0; round < ROUNDS; round++) {
+  const a = makeSpace();
+  results.insert.push(nsPer(N, () => { for (let i = 0; i < N; i++) a.insert(data[i]); }));
+  const m = a.memory();
+  results.bytes.push(m.total / N);
+  results.tupleBytes.push(m.tuples / N);
+  results.indexBytes.push(m.indexes / N);
+  let found = 0;
+  results.get.push(nsPer(N, () => { for (let i = 0; i < N; i++) if (a.get(keys[i]) !== undefined) found++; }));
+  if (found !== N) throw new Error(`get() found ${found} of ${N}`);
+  a.drop();
+
+  const b = makeSpace();
+  results.insertMany.push(nsPer(N, () => { for (let i = 0; i < N; i += BATCH) b.insertMany(data.slice(i, i + BATCH)); }));
+  if (b.len() !== N) throw new Error('insertMany lost tuples');
+  b.drop();
+  process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`);
+}
+
+const fmt = (x: number) => x.toFixed(0).padStart(6);
+console.log(`Space: ${N.toLocaleString('en-US')} tuples, HASH pk + non-unique TREE on field 3, median of ${ROUNDS} rounds`);
+console.log(`  insert()              ${fmt(median(results.insert))} ns/tuple   (target <= 500)`);
+console.log(`  insertMany() batch 10k ${fmt(median(results.insertMany))} ns/tuple   (target <= 250)`);
+console.log(`  get() random id       ${fmt(median(results.get))} ns/op      (target <= 300)`);
+console.log(`  memory                ${fmt(median(results.bytes))} B/tuple    (target <= 80; tuples ${median(results.tupleBytes).toFixed(1)}, indexes ${median(results.indexBytes).toFixed(1)})`);

@@ -1,0 +1,648 @@
+// Stress test for native/btree.h. Usage: btree_test [large_n]  (default 200000)
+//
+// Every tree operation is checked against std::set. Elements are {key, hint = key}; the
+// comparator aborts when it sees a key that is neither stored nor the key being searched, so a
+// stale inner copy of an erased element is caught as soon as it is compared. A second tree holds
+// pointers to heap tuples that are deleted right after their erase, for ASan to catch the same.
+// operator new is replaced to inject std::bad_alloc and check that a failed insert/build leaves
+// the tree unchanged.
+#include "../btree.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <new>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+long g_fail_after = -1;  // >= 0: successful allocations left before operator new throws
+
+}  // namespace
+
+// noinline: GCC would otherwise pair the inlined free() with operator new and warn.
+[[gnu::noinline]] void* operator new(std::size_t n) {
+  if (g_fail_after == 0) {
+    g_fail_after = -1;
+    throw std::bad_alloc();
+  }
+  if (g_fail_after > 0) --g_fail_after;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+constexpr uint64_t kNone = ~uint64_t{0};
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "FAIL: %s\n", what.c_str());
+  std::exit(1);
+}
+void expect(bool ok, const std::string& what) {
+  if (!ok) fail(what);
+}
+
+// ---- elements checked for liveness -------------------------------------------------------
+
+struct E {
+  uint64_t key;
+  uint64_t hint;
+};
+
+std::vector<uint8_t> g_live;  // g_live[key] != 0: key is stored in the tree under test
+uint64_t g_probe = kNone;     // the key the current call searches for (may be absent)
+
+void touch(const E& e) {
+  if (e.hint != e.key) fail("corrupt element " + std::to_string(e.key));
+  if (e.key != g_probe && (e.key >= g_live.size() || !g_live[e.key])) {
+    fail("comparator saw element " + std::to_string(e.key) + ", which is not in the tree");
+  }
+}
+
+struct ECmp {
+  int compare(const E& a, const E& b) const {
+    touch(a);
+    touch(b);
+    return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+  }
+};
+
+using Tree = ce::BTree<E, ECmp>;
+constexpr size_t kLeafSlots = (512 - 3 * sizeof(void*)) / sizeof(E);
+
+struct Stats {
+  uint64_t ops = 0;
+  uint64_t checks = 0;
+  uint64_t injected = 0;
+} g_stats;
+
+double nowNs() {
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void checkTree(const Tree& t, const std::string& ctx) {
+  std::string why;
+  ++g_stats.checks;
+  if (!t.check(&why)) fail(ctx + ": check(): " + why);
+}
+
+// Full forward and backward walk compared with the model; returns the number of leaves.
+size_t compareAll(const Tree& t, const std::set<uint64_t>& model, const std::string& ctx) {
+  expect(t.size() == model.size(), ctx + ": size " + std::to_string(t.size()) + " != " + std::to_string(model.size()));
+  size_t leaves = 0;
+  const void* leaf = nullptr;
+  auto it = t.begin();
+  for (uint64_t k : model) {
+    expect(t.valid(it), ctx + ": forward walk ended early");
+    expect(t.get(it).key == k, ctx + ": forward walk got " + std::to_string(t.get(it).key) + ", want " + std::to_string(k));
+    if (it.leaf != leaf) ++leaves, leaf = it.leaf;
+    t.next(it);
+  }
+  expect(!t.valid(it) && it == t.end(), ctx + ": forward walk did not end");
+  it = t.last();
+  for (auto r = model.rbegin(); r != model.rend(); ++r) {
+    expect(t.valid(it) && t.get(it).key == *r, ctx + ": backward walk mismatch");
+    t.prev(it);
+  }
+  expect(!t.valid(it), ctx + ": backward walk did not end");
+  t.prev(it);
+  expect(it == t.last(), ctx + ": prev(end) != last");
+  return leaves;
+}
+
+// The tree under test and its model, with every answer cross-checked.
+struct Harness {
+  Tree tree{ECmp{}};
+  std::set<uint64_t> model;
+  std::string ctx;
+
+  explicit Harness(std::string c, size_t universe) : ctx(std::move(c)) { g_live.assign(universe, 0); }
+
+  bool insert(uint64_t k) {
+    const uint64_t v = tree.version();
+    g_probe = k;
+    const bool r = tree.insert(E{k, k});
+    g_probe = kNone;
+    const bool want = model.insert(k).second;
+    expect(r == want, ctx + ": insert(" + std::to_string(k) + ") returned " + std::to_string(r));
+    expect(tree.version() == v + r, ctx + ": version after insert");
+    if (r) g_live[k] = 1;
+    ++g_stats.ops;
+    return r;
+  }
+
+  bool erase(uint64_t k) {
+    const uint64_t v = tree.version();
+    g_probe = k;
+    const bool r = tree.erase(E{k, k});
+    g_probe = kNone;
+    const bool want = model.erase(k) > 0;
+    expect(r == want, ctx + ": erase(" + std::to_string(k) + ") returned " + std::to_string(r));
+    expect(tree.version() == v + r, ctx + ": version after erase");
+    ++g_stats.ops;
+    if (!r) return false;
+    g_live[k] = 0;
+    auto succ = tree.erase_successor();
+    auto want_succ = model.upper_bound(k);
+    if (want_succ == model.end()) {
+      expect(!tree.valid(succ), ctx + ": erase_successor should be end");
+    } else {
+      expect(tree.valid(succ) && tree.get(succ).key == *want_succ,
+             ctx + ": erase_successor(" + std::to_string(k) + ") wrong");
+    }
+    tree.prev(succ);  // how a reverse cursor resumes: the element before the erased one
+    auto before = model.lower_bound(k);
+    if (before == model.begin()) {
+      expect(!tree.valid(succ), ctx + ": prev(erase_successor) should be end");
+    } else {
+      expect(tree.valid(succ) && tree.get(succ).key == *std::prev(before), ctx + ": prev(erase_successor) wrong");
+    }
+    return true;
+  }
+
+  void find(uint64_t k) {
+    g_probe = k;
+    const E* e = tree.find(E{k, k});
+    g_probe = kNone;
+    expect((e != nullptr) == (model.count(k) > 0), ctx + ": find(" + std::to_string(k) + ")");
+    if (e) expect(e->key == k, ctx + ": find returned the wrong element");
+    ++g_stats.ops;
+  }
+
+  void expectAt(Tree::Iterator it, std::set<uint64_t>::const_iterator want, const std::string& what) {
+    if (want == model.end()) {
+      expect(!tree.valid(it), ctx + ": " + what + " should be end");
+    } else {
+      expect(tree.valid(it) && tree.get(it).key == *want, ctx + ": " + what + " wrong");
+    }
+  }
+
+  void bounds(uint64_t k, unsigned shift) {
+    g_probe = k;
+    expectAt(tree.lower_bound_elem(E{k, k}), model.lower_bound(k), "lower_bound_elem");
+    expectAt(tree.upper_bound_elem(E{k, k}), model.upper_bound(k), "upper_bound_elem");
+    g_probe = kNone;
+    // Key-prefix search: compares key >> shift only (monotonic along the element order).
+    auto kc = [k, shift](const E& e) {
+      touch(e);
+      const uint64_t a = e.key >> shift, b = k >> shift;
+      return a < b ? -1 : a > b ? 1 : 0;
+    };
+    expectAt(tree.lower_bound(kc), model.lower_bound(k >> shift << shift), "lower_bound(kc)");
+    expectAt(tree.upper_bound(kc), model.lower_bound(((k >> shift) + 1) << shift), "upper_bound(kc)");
+    ++g_stats.ops;
+  }
+
+  void walk(uint64_t k, size_t steps, bool forward) {
+    g_probe = k;
+    auto it = tree.lower_bound_elem(E{k, k});
+    g_probe = kNone;
+    auto m = model.lower_bound(k);
+    for (size_t s = 0; s < steps && tree.valid(it); ++s) {
+      expectAt(it, m, "walk");
+      if (forward) {
+        tree.next(it);
+        ++m;
+      } else {
+        tree.prev(it);
+        if (m == model.begin()) {
+          expect(!tree.valid(it), ctx + ": prev of first should be end");
+          return;
+        }
+        --m;
+      }
+    }
+    ++g_stats.ops;
+  }
+
+  // Inserts k with allocation failures injected at every allocation it makes, in turn.
+  void insertWithFailures(uint64_t k, bool compareContents) {
+    const size_t size = tree.size(), memory = tree.memory();
+    const uint64_t version = tree.version();
+    for (long allowed = 0;; ++allowed) {
+      g_probe = k;
+      g_fail_after = allowed;
+      bool threw = false, r = false;
+      try {
+        r = tree.insert(E{k, k});
+      } catch (const std::bad_alloc&) {
+        threw = true;
+      }
+      g_fail_after = -1;
+      g_probe = kNone;
+      if (!threw) {
+        const bool want = model.insert(k).second;
+        expect(r == want, ctx + ": insert after injected failures");
+        if (r) g_live[k] = 1;
+        break;
+      }
+      ++g_stats.injected;
+      expect(tree.size() == size && tree.memory() == memory && tree.version() == version,
+             ctx + ": failed insert changed size/memory/version");
+      checkTree(tree, ctx + " after injected bad_alloc");
+      if (compareContents) compareAll(tree, model, ctx + " after injected bad_alloc");
+    }
+    ++g_stats.ops;
+  }
+
+  void build(const std::vector<uint64_t>& sorted) {
+    std::vector<E> elems;
+    for (uint64_t k : sorted) elems.push_back(E{k, k});
+    if (!sorted.empty()) {  // a failing build keeps the old content
+      const size_t memory = tree.memory();
+      const uint64_t version = tree.version();
+      g_fail_after = static_cast<long>(sorted.size() % 2);  // the vector, then the first node
+      bool threw = false;
+      try {
+        tree.build(elems.data(), elems.size());
+      } catch (const std::bad_alloc&) {
+        threw = true;
+      }
+      g_fail_after = -1;
+      expect(threw, ctx + ": build did not hit the injected failure");
+      ++g_stats.injected;
+      expect(tree.memory() == memory && tree.version() == version, ctx + ": failed build changed the tree");
+      checkTree(tree, ctx + " after failed build");
+    }
+    const uint64_t version = tree.version();
+    tree.build(elems.data(), elems.size());
+    expect(tree.version() == version + 1, ctx + ": version after build");
+    for (uint64_t k : model) g_live[k] = 0;
+    model.clear();
+    model.insert(sorted.begin(), sorted.end());
+    for (uint64_t k : sorted) g_live[k] = 1;
+    ++g_stats.ops;
+  }
+
+  void clear() {
+    const uint64_t version = tree.version();
+    tree.clear();
+    expect(tree.version() == version + 1 && tree.size() == 0 && tree.memory() == 0, ctx + ": clear");
+    expect(!tree.valid(tree.begin()) && !tree.valid(tree.last()), ctx + ": begin/last of empty tree");
+    for (uint64_t k : model) g_live[k] = 0;
+    model.clear();
+    ++g_stats.ops;
+  }
+};
+
+// Random operation sequences; the tree grows and shrinks in waves so that it splits, merges,
+// gains and loses levels many times.
+void randomOps(uint64_t seed, uint64_t universe, size_t ops) {
+  std::mt19937_64 rng(seed);
+  Harness h("random(seed=" + std::to_string(seed) + ", universe=" + std::to_string(universe) + ")", universe);
+  auto key = [&] { return rng() % universe; };
+  for (size_t op = 0; op < ops; ++op) {
+    const bool growing = (op / (ops / 6 + 1)) % 2 == 0;
+    const unsigned r = rng() % 1000;
+    if (r < (growing ? 450u : 250u)) {
+      h.insert(key());
+    } else if (r < 700) {
+      h.erase(key());
+    } else if (r < 740 && !h.model.empty()) {  // erase an element that is present
+      auto it = h.model.lower_bound(key());
+      h.erase(it == h.model.end() ? *h.model.begin() : *it);
+    } else if (r < 800) {
+      h.find(key());
+    } else if (r < 900) {
+      h.bounds(key(), rng() % 8);
+    } else if (r < 940) {
+      h.walk(key(), rng() % 100, rng() % 2);
+    } else if (r < 980) {  // a run of ascending or descending inserts somewhere
+      uint64_t k = key();
+      const bool up = rng() % 2;
+      for (int j = 0; j < 40 && k < universe; ++j, k = up ? k + 1 : k - 1) h.insert(k);
+    } else if (r < 995) {
+      h.insertWithFailures(key(), h.model.size() < 3000);
+    } else if (r < 998) {
+      const size_t before = h.model.size();
+      compareAll(h.tree, h.model, h.ctx);
+      expect(h.model.size() == before, h.ctx);
+    } else if (r < 999) {
+      std::vector<uint64_t> sorted;
+      if (rng() % 2) {
+        sorted.assign(h.model.begin(), h.model.end());
+      } else {
+        const uint64_t n = rng() % (universe / 2 + 1), step = universe / (n + 1);
+        for (uint64_t j = 0; j < n; ++j) sorted.push_back(j * step + rng() % std::max<uint64_t>(step, 1));
+        sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+      }
+      h.build(sorted);
+    } else if (rng() % 4 == 0) {
+      h.clear();
+    }
+    if (h.model.size() < 1500 || op % 128 == 0) checkTree(h.tree, h.ctx + " op " + std::to_string(op));
+  }
+  compareAll(h.tree, h.model, h.ctx + " final");
+  checkTree(h.tree, h.ctx + " final");
+}
+
+// ---- large ordered workloads ------------------------------------------------------------
+
+enum class Order { kRandom, kAscending, kDescending, kDaemon };
+const char* name(Order o) {
+  switch (o) {
+    case Order::kRandom: return "random";
+    case Order::kAscending: return "ascending";
+    case Order::kDescending: return "descending";
+    case Order::kDaemon: return "left-end walk";
+  }
+  return "?";
+}
+
+struct Timing {
+  double ns = 0;
+  uint64_t n = 0;
+  double perOp() const { return n ? ns / static_cast<double>(n) : 0; }
+};
+
+struct Large {
+  size_t n;
+  std::vector<uint64_t> sorted;  // the keys, ascending
+  std::vector<uint64_t> shuffled;
+  Timing insertTime[3], eraseTime[4], findTime;
+
+  explicit Large(size_t count, std::mt19937_64& rng) : n(count) {
+    for (size_t i = 0; i < n; ++i) sorted.push_back(4 * i + rng() % 4);
+    shuffled = sorted;
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  }
+
+  std::vector<uint64_t> inOrder(Order o) const {
+    if (o == Order::kRandom) return shuffled;
+    if (o == Order::kDescending) return std::vector<uint64_t>(sorted.rbegin(), sorted.rend());
+    return sorted;
+  }
+
+  // Fills t by inserting in the given order; returns {leaf fill, bytes per element}.
+  std::pair<double, double> fill(Tree& t, Order o) {
+    g_live.assign(4 * n + 4, 0);
+    const std::vector<uint64_t> keys = inOrder(o);
+    const double start = nowNs();
+    for (uint64_t k : keys) {
+      g_probe = k;
+      if (!t.insert(E{k, k})) fail(std::string("insert failed during ") + name(o) + " fill");
+      g_live[k] = 1;
+    }
+    g_probe = kNone;
+    Timing& tm = insertTime[static_cast<int>(o)];
+    tm.ns += nowNs() - start;
+    tm.n += keys.size();
+    g_stats.ops += keys.size();
+    checkTree(t, std::string("after ") + name(o) + " inserts");
+    size_t leaves = 0;
+    const void* leaf = nullptr;
+    size_t i = 0;
+    for (auto it = t.begin(); t.valid(it); t.next(it), ++i) {
+      if (i >= n || t.get(it).key != sorted[i]) fail(std::string("content after ") + name(o) + " inserts");
+      if (it.leaf != leaf) ++leaves, leaf = it.leaf;
+    }
+    expect(i == n, "element count after inserts");
+    for (size_t j = 0; j < n; j += 97) {  // duplicates are rejected and leave the tree alone
+      const uint64_t v = t.version(), k = sorted[j];
+      g_probe = k;
+      expect(!t.insert(E{k, k}) && t.version() == v, "duplicate insert accepted");
+    }
+    g_probe = kNone;
+    return {static_cast<double>(n) / static_cast<double>(leaves * kLeafSlots),
+            static_cast<double>(t.memory()) / static_cast<double>(n)};
+  }
+
+  void eraseAll(Tree& t, Order o, std::mt19937_64& rng) {
+    const std::string ctx = std::string(name(o)) + " erase";
+    std::vector<uint64_t> keys = inOrder(o);
+    if (o == Order::kRandom) std::shuffle(keys.begin(), keys.end(), rng);
+    std::vector<uint64_t> succ(keys.size());  // erase_successor's key after each erase, kNone for end
+    const size_t chunk = keys.size() / 8 + 1;
+    Timing& tm = eraseTime[static_cast<int>(o)];
+    auto it = t.begin();
+    for (size_t from = 0; from < keys.size(); from += chunk) {
+      const size_t to = std::min(keys.size(), from + chunk);
+      const double start = nowNs();
+      for (size_t j = from; j < to; ++j) {
+        uint64_t k = keys[j];
+        if (o == Order::kDaemon) {
+          if (!t.valid(it)) fail(ctx + ": walk ended early");
+          k = t.get(it).key;
+        }
+        g_probe = k;
+        if (!t.erase(E{k, k})) fail(ctx + ": erase of a present key failed");
+        g_probe = kNone;
+        g_live[k] = 0;
+        it = t.erase_successor();
+        succ[j] = t.valid(it) ? t.get(it).key : kNone;
+      }
+      tm.ns += nowNs() - start;
+      tm.n += to - from;
+      g_stats.ops += to - from;
+      checkTree(t, ctx + " chunk");
+      expect(t.size() == keys.size() - to, ctx + ": size");
+      const double fstart = nowNs();
+      for (size_t j = 0; j < keys.size(); j += 7) {  // lookups on the half-erased tree
+        const uint64_t k = keys[j];
+        g_probe = k;
+        if ((t.find(E{k, k}) != nullptr) != (j >= to)) fail(ctx + ": find on a partially erased tree");
+      }
+      g_probe = kNone;
+      findTime.ns += nowNs() - fstart;
+      findTime.n += (keys.size() + 6) / 7;
+    }
+    expect(t.size() == 0 && t.memory() == 0 && !t.valid(t.begin()), ctx + ": tree not empty at the end");
+    std::set<uint64_t> model(sorted.begin(), sorted.end());  // replay to verify erase_successor
+    for (size_t j = 0; j < keys.size(); ++j) {
+      model.erase(keys[j]);
+      auto want = model.upper_bound(keys[j]);
+      if (o == Order::kDaemon) expect(keys[j] == sorted[j], ctx + ": walk order");
+      expect(succ[j] == (want == model.end() ? kNone : *want), ctx + ": erase_successor at step " + std::to_string(j));
+    }
+  }
+};
+
+// TTL pattern: keys arrive ascending at the right end while a daemon erases from the left end,
+// walking with erase_successor and re-seeking only when an insert moved things.
+void ttlPattern(size_t steps, std::mt19937_64& rng, double* bytesPerElem) {
+  Harness h("ttl", steps + 1);
+  std::deque<uint64_t> live;
+  uint64_t next = 0;
+  Tree::Iterator it{};
+  uint64_t itVersion = ~uint64_t{0};
+  for (size_t s = 0; s < steps; ++s) {
+    const bool grow = (s / 20000) % 3 != 2;
+    if (rng() % 100 < (grow ? 60u : 35u) || live.empty()) {
+      h.insert(next);
+      live.push_back(next++);
+      continue;
+    }
+    if (h.tree.version() != itVersion) it = h.tree.begin();
+    const uint64_t k = h.tree.get(it).key;
+    expect(k == live.front(), "ttl: daemon is not at the smallest key");
+    h.erase(k);
+    live.pop_front();
+    it = h.tree.erase_successor();
+    itVersion = h.tree.version();
+    if (s % 4096 == 0) checkTree(h.tree, "ttl");
+  }
+  compareAll(h.tree, h.model, "ttl final");
+  checkTree(h.tree, "ttl final");
+  *bytesPerElem = static_cast<double>(h.tree.memory()) / static_cast<double>(h.tree.size());
+}
+
+// ---- heap tuples: stale comparisons are use-after-free for ASan ----------------------------
+
+struct Tuple {
+  uint64_t key;
+};
+struct TE {
+  Tuple* tuple;
+  uint64_t hint;
+};
+struct TCmp {
+  int compare(const TE& a, const TE& b) const {
+    const uint64_t x = a.tuple->key, y = b.tuple->key;  // always dereferences both
+    if (x != a.hint || y != b.hint) fail("tuple hint mismatch");
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+};
+
+void tupleOps(size_t ops, std::mt19937_64& rng) {
+  ce::BTree<TE, TCmp> tree{TCmp{}};
+  std::set<uint64_t> model;
+  const uint64_t universe = 30000;
+  std::string why;
+  auto eraseStored = [&](uint64_t k) {
+    Tuple probe{k};
+    const TE* stored = tree.find(TE{&probe, k});
+    if (!stored) return;
+    Tuple* t = stored->tuple;
+    expect(tree.erase(TE{&probe, k}), "tuples: erase");
+    delete t;  // any later comparison with a copy of it is a heap-use-after-free
+    model.erase(k);
+    auto succ = tree.erase_successor();
+    auto want = model.upper_bound(k);
+    expect(tree.valid(succ) == (want != model.end()) && (!tree.valid(succ) || tree.get(succ).tuple->key == *want),
+           "tuples: erase_successor");
+  };
+  for (size_t op = 0; op < ops; ++op) {
+    const bool growing = (op / (ops / 8 + 1)) % 2 == 0;
+    const uint64_t k = rng() % universe;
+    const unsigned r = rng() % 100;
+    if (r < (growing ? 55u : 35u)) {
+      Tuple* t = new Tuple{k};
+      if (tree.insert(TE{t, k})) model.insert(k);
+      else delete t;
+    } else if (r < 95) {
+      eraseStored(k);
+    } else if (r < 98) {
+      Tuple probe{k};
+      auto it = tree.lower_bound_elem(TE{&probe, k});
+      auto want = model.lower_bound(k);
+      expect(tree.valid(it) == (want != model.end()) && (!tree.valid(it) || tree.get(it).tuple->key == *want),
+             "tuples: lower_bound_elem");
+    } else {  // the expiration daemon: drain a few from the left end
+      auto it = tree.begin();
+      for (int j = 0; j < 50 && tree.valid(it); ++j) {
+        Tuple* t = tree.get(it).tuple;
+        const uint64_t key = t->key;
+        expect(!model.empty() && key == *model.begin(), "tuples: left end");
+        expect(tree.erase(TE{t, key}), "tuples: daemon erase");
+        delete t;
+        model.erase(key);
+        it = tree.erase_successor();
+      }
+    }
+    ++g_stats.ops;
+    if (op % 500 == 0 && !tree.check(&why)) fail("tuples: check(): " + why);
+  }
+  expect(tree.size() == model.size(), "tuples: size");
+  std::vector<Tuple*> all;
+  for (auto it = tree.begin(); tree.valid(it); tree.next(it)) all.push_back(tree.get(it).tuple);
+  tree.clear();
+  for (Tuple* t : all) delete t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 200000;
+  if (n < 1000) fail("large_n must be >= 1000");
+  std::mt19937_64 rng(20240611);
+  const double t0 = nowNs();
+
+  // Small trees, check() after (almost) every operation.
+  randomOps(1, 64, 20000);
+  randomOps(2, 600, 60000);
+  randomOps(3, 5000, 120000);
+  randomOps(4, 60000, 150000);
+  {  // edge cases of an empty and a one-element tree
+    Harness h("tiny", 16);
+    expect(!h.tree.valid(h.tree.begin()) && !h.tree.valid(h.tree.last()), "empty begin/last");
+    h.erase(3);
+    h.find(3);
+    h.bounds(3, 0);
+    h.insert(3);
+    h.bounds(2, 0);
+    h.bounds(4, 0);
+    h.erase(3);
+    expect(h.tree.memory() == 0, "tiny: memory after erasing the only element");
+    h.build({});
+    h.build({1, 2, 5});
+    compareAll(h.tree, h.model, "tiny");
+    checkTree(h.tree, "tiny");
+  }
+
+  // Large trees: every insert order combined with every erase order.
+  Large large(n, rng);
+  const Order inserts[] = {Order::kRandom, Order::kAscending, Order::kDescending};
+  const Order erases[] = {Order::kRandom, Order::kAscending, Order::kDescending, Order::kDaemon};
+  double leafFill[3] = {}, bytes[3] = {};
+  for (Order io : inserts) {
+    for (Order eo : erases) {
+      Tree t{ECmp{}};
+      auto [fill, perElem] = large.fill(t, io);
+      leafFill[static_cast<int>(io)] = fill;
+      bytes[static_cast<int>(io)] = perElem;
+      large.eraseAll(t, eo, rng);
+    }
+  }
+  {  // build() packs, then random inserts and erases keep working
+    Harness h("after build", 4 * n + 4);
+    h.build(large.sorted);
+    checkTree(h.tree, h.ctx);
+    const double perElem = static_cast<double>(h.tree.memory()) / static_cast<double>(n);
+    for (size_t j = 0; j < n / 4; ++j) {
+      h.insert(rng() % (4 * n));
+      h.erase(large.shuffled[j]);
+      if (j % 8192 == 0) checkTree(h.tree, h.ctx);
+    }
+    compareAll(h.tree, h.model, h.ctx);
+    checkTree(h.tree, h.ctx);
+    std::printf("build(): %.2f B/elem packed\n", perElem);
+  }
+  double ttlBytes = 0;
+  ttlPattern(std::max<size_t>(n, 200000), rng, &ttlBytes);
+  tupleOps(std::max<size_t>(n / 2, 100000), rng);
+
+  std::printf("%-11s  %-9s  %-11s  %-10s  %s\n", "order", "leaf fill", "bytes/elem", "insert ns", "erase ns");
+  for (Order o : erases) {
+    const int i = static_cast<int>(o);
+    if (o == Order::kDaemon) {
+      std::printf("%-11s  %-9s  %-11s  %-10s  %.0f\n", name(o), "", "", "", large.eraseTime[i].perOp());
+    } else {
+      std::printf("%-11s  %8.1f%%  %11.2f  %10.0f  %.0f\n", name(o), 100 * leafFill[i], bytes[i],
+                  large.insertTime[i].perOp(), large.eraseTime[i].perOp());
+    }
+  }
+  std::printf("find: %.0f ns/op; ttl pattern: %.2f B/elem\n", large.findTime.perOp(), ttlBytes);
+  std::printf("OK: %llu ops, %llu check() calls, %llu injected bad_alloc, n=%zu, %.1f s\n",
+              static_cast<unsigned long long>(g_stats.ops), static_cast<unsigned long long>(g_stats.checks),
+              static_cast<unsigned long long>(g_stats.injected), n, (nowNs() - t0) / 1e9);
+  return 0;
+}
