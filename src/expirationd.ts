@@ -2,11 +2,17 @@
 //
 // A task owns a native cursor over itIndex and a timer. Each tick runs one chunk: one native
 // call that visits up to scanSize tuples and deletes the expired ones in one transaction
-// (expiration.h has the algorithm). Between chunks the task waits
-//   min(scanSize * scanTime / (itIndex.len() + 1), iterationDelay) seconds,
-// so a full pass over N tuples takes about scanTime, and after a pass it waits fullScanDelay.
-// A wait under 1 ms uses setImmediate, so the event loop still runs between chunks. Timers are
-// unref'd unless keepAlive is set.
+// (expiration.h has the algorithm). After each chunk the task waits
+//   chunkDelay = min(scanSize * scanTime / (itIndex.len() + 1), iterationDelay) seconds,
+// so a full pass over N tuples takes about scanTime; after the chunk that ends a pass it waits
+// chunkDelay + fullScanDelay. (Without the chunkDelay there, an early-break task whose passes
+// end at once would spin when fullScanDelay is 0.)
+//
+// Timers: inside a pass, a wait under 1 ms is a setImmediate, so the event loop still runs
+// between chunks; it is ref'd, because libuv does not wake up for an unref'd immediate (it would
+// wait for some other event), so a pass at sub-millisecond pacing keeps the process alive until
+// it ends. Every other wait, and every wait between passes (at least 1 ms), is a setTimeout,
+// unref'd unless keepAlive: an idle task never keeps the process alive.
 //
 // Failure: a chunk whose onExpired or isExpired throws (or whose native call fails) is rolled
 // back, the cursor is put back, the error goes to 'error' listeners and onFullScanError, and
@@ -221,16 +227,21 @@ export class Task extends EventEmitter {
     this.timer = undefined;
   }
 
-  private schedule(seconds: number): void {
+  // `betweenPasses`: the wait may be long-lived, so it is always an unref'able timer.
+  private schedule(seconds: number, betweenPasses = false): void {
     const epoch = this.epoch;
     const run = () => {
       this.timer = undefined;
       if (this.running && epoch === this.epoch) this.tick();
     };
     const ms = seconds * 1000;
-    this.timerIsImmediate = ms < 1;
-    this.timer = this.timerIsImmediate ? setImmediate(run) : setTimeout(run, ms);
-    if (!this.config.keepAlive) this.timer.unref();
+    this.timerIsImmediate = ms < 1 && !betweenPasses;
+    if (this.timerIsImmediate) {
+      this.timer = setImmediate(run);
+    } else {
+      this.timer = setTimeout(run, Math.max(ms, 1));
+      if (!this.config.keepAlive) this.timer.unref();
+    }
   }
 
   private tick(): void {
@@ -268,7 +279,7 @@ export class Task extends EventEmitter {
     if (!this.passFailed) this.callback('onFullScanSuccess');
     this.callback('onFullScanComplete');
     this.safeEmit('fullScan', this.stats());
-    if (this.running && epoch === this.epoch) this.schedule(this.config.fullScanDelay);
+    if (this.running && epoch === this.epoch) this.schedule(this.chunkDelay + this.config.fullScanDelay, true);
   }
 
   private currentTime(): number {
