@@ -1,9 +1,11 @@
 // ce::BTree: the in-memory B+tree behind TREE indexes (in the spirit of Tarantool's bps_tree).
 //
 // Layout. Every node is 512 bytes or less: a leaf is {count, prev, next, 30 elements} (504 B for
-// 16-byte elements), an inner node is {count, 21 x {max element, child}} (512 B). 512 B is eight
-// cache lines: a binary search touches a handful of them, shifting a node (memmove <= 480 B) is
-// cheap, the per-node overhead is under 5%, and a fanout of 21 keeps 1M elements 5 levels deep.
+// 16-byte elements, exactly one 512-byte malloc chunk), an inner node is {count, 21 x {max
+// element, child}} (512 B). 512 B is eight cache lines: a binary search touches a handful of them,
+// shifting inside a node (memmove <= 480 B) is cheap, the leaf header costs under 5%, and a fanout
+// of 21 keeps 1M elements 5 levels deep. Bigger nodes would cut the inner overhead (already ~5%)
+// a little but make every insert and erase move more bytes; smaller ones add levels and misses.
 // Elements live only in leaves; the leaves form a doubly linked list, so next/prev/begin/last are
 // O(1). There are no parent pointers: insert and erase record the descent path on a stack.
 //
@@ -15,7 +17,7 @@
 // parent's entry from the node and walks up while the node is its parent's last child, before any
 // further comparison. Slots past a node's count are dead storage and are never read.
 //
-// Invariants (all verified by check()): leaves are all at depth height(); elements strictly
+// Invariants (all verified by check()): all leaves are at the same depth; elements strictly
 // ascend along the leaf list; the root is a leaf with >= 1 element or an inner node with >= 2
 // children (an empty tree has no node); every other node holds >= 1/3 of its capacity (leaf 10,
 // inner 7), except the first and last node of each level, which hold >= 1 (see edge splits).
@@ -26,7 +28,7 @@
 //    descending inserts (TTLs) fill leaves and inner nodes to 100%;
 //  - else, if a sibling under the same parent has room, the two nodes are evened out (B*-style);
 //  - else the node and a full sibling split 2 -> 3 (each ~2/3 full); a node without siblings
-//    splits 1 -> 2. Random inserts settle at ~80% leaf fill.
+//    splits 1 -> 2. Random inserts settle at ~86% leaf fill.
 //  A split adds one entry to the parent, handled the same way; a root split adds a level.
 //  Exception safety: a dry run of the same decisions counts the nodes the insert will need and
 //  allocates them before anything is modified, so std::bad_alloc leaves the tree untouched.
@@ -34,8 +36,8 @@
 // Erase. A node that drops below 1/3 merges with a sibling when both fit in one node, otherwise it
 // evens out with the larger sibling; a merge removes an entry from the parent, which is checked in
 // turn. An empty edge node without a sibling is freed. A root with one child is replaced by it.
-// Erasing from the left end costs one memmove per erase and a merge every ~10 erases, and frees
-// a leaf every ~20 to 30 erases.
+// Erasing from the left end costs a memmove within the first leaf per erase plus one borrow or
+// merge per ~15 erases, and frees a leaf per ~30 erases.
 //
 // erase_successor. Erase remembers where the element that followed the erased one lives: at the
 // same leaf position, or at the start of the next leaf. Leaf rebalancing only concatenates or
@@ -44,15 +46,14 @@
 //
 // Costs. Lookups: O(log n) comparisons over ~log21(n) nodes. Insert/erase: the same plus one
 // memmove within a leaf; splits, merges and redistributions are amortized O(1) node copies per
-// operation. build(): O(n), all nodes full except the last of each level. Memory: ~17.6 B per
-// 16-byte element when packed (sequential inserts, build), ~21-22 B after random inserts.
+// operation. build(): O(n), all nodes full except the last of each level. Memory per 16-byte
+// element: 17.7 B when packed (sequential inserts, build()), 20.6 B after random inserts.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -602,20 +603,47 @@ class BTree {
     N* g[3] = {node, nullptr, nullptr};
     uint32_t k = 2, first = i, fresh = 3;  // fresh: index in g of the new node, 3 if none
     switch (act) {
-      case Act::kShiftLeft: g[0] = sibling(i - 1), g[1] = node, first = i - 1; break;
-      case Act::kShiftRight: g[1] = sibling(i + 1); break;
-      case Act::kEdgeLeft: g[0] = take<N>(spare), g[1] = node, fresh = 0; break;
+      case Act::kShiftLeft:
+        g[0] = sibling(i - 1);
+        g[1] = node;
+        first = i - 1;
+        break;
+      case Act::kShiftRight:
+        g[1] = sibling(i + 1);
+        break;
+      case Act::kEdgeLeft:
+        g[0] = take<N>(spare);
+        g[1] = node;
+        fresh = 0;
+        break;
       case Act::kEdgeRight:
-      case Act::kSplit: g[1] = take<N>(spare), fresh = 1; break;
-      case Act::kThreeLeft: g[0] = sibling(i - 1), g[1] = take<N>(spare), g[2] = node, first = i - 1, fresh = 1, k = 3; break;
-      case Act::kThreeRight: g[1] = take<N>(spare), g[2] = sibling(i + 1), fresh = 1, k = 3; break;
+      case Act::kSplit:
+        g[1] = take<N>(spare);
+        fresh = 1;
+        break;
+      case Act::kThreeLeft:
+        g[0] = sibling(i - 1);
+        g[1] = take<N>(spare);
+        g[2] = node;
+        first = i - 1;
+        fresh = 1;
+        k = 3;
+        break;
+      case Act::kThreeRight:
+        g[1] = take<N>(spare);
+        g[2] = sibling(i + 1);
+        fresh = 1;
+        k = 3;
+        break;
     }
     uint32_t total = 1, at = p, t[3];
     for (uint32_t j = 0; j < k; ++j) total += g[j]->count;
     for (uint32_t j = 0; g[j] != node; ++j) at += g[j]->count;
     for (uint32_t j = 0; j < k; ++j) t[j] = total / k + (j < total % k ? 1 : 0);
-    if (act == Act::kEdgeRight) t[0] = cap, t[1] = 1;
-    if (act == Act::kEdgeLeft) t[0] = 1, t[1] = cap;
+    if (act == Act::kEdgeRight || act == Act::kEdgeLeft) {
+      t[0] = act == Act::kEdgeRight ? cap : 1;
+      t[1] = cap + 1 - t[0];
+    }
     redistribute(g, k, t, &item, at);
     if constexpr (std::is_same_v<N, Leaf>) {
       if (fresh == 0) linkBefore(g[1], g[0]);

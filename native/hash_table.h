@@ -141,6 +141,7 @@ class HashTable {
     cap_ = new_cap;
     tombstones_ = 0;
     for (size_t j = 0; j < old_cap; j++) {
+      if (j + 8 < old_cap && (old_ctrl[j + 8] & kFull)) __builtin_prefetch(old_slots[j + 8]);
       if (!(old_ctrl[j] & kFull)) continue;
       const uint64_t h = def_->hash(old_slots[j]->data());
       size_t i = home(h);

@@ -216,12 +216,26 @@ uint32_t KeyDef::check_key(const uint8_t* key) const {
   return n;
 }
 
-int KeyDef::compare(const uint8_t* a, const uint8_t* b) const {
-  for (const KeyPart& part : parts_) {
+int KeyDef::compare_from(const uint8_t* a, const uint8_t* b, uint32_t start) const {
+  for (uint32_t i = start; i < parts_.size(); i++) {
+    const KeyPart& part = parts_[i];
     const int c = compare_values(part.type, mp::field(a, part.fieldno), mp::field(b, part.fieldno));
     if (c != 0) return c;
   }
   return 0;
+}
+
+bool KeyDef::hint_is_exact(uint64_t hint) const {
+  switch (parts_[0].type) {
+    case FieldType::kString: return false;
+    case FieldType::kBoolean: return true;
+    default: {
+      const uint64_t bits = (hint >> 63) ? hint & ~(1ULL << 63) : ~hint;
+      double d;
+      std::memcpy(&d, &bits, 8);
+      return std::fabs(d) < 9007199254740992.0;
+    }
+  }
 }
 
 int KeyDef::compare_with_key(const uint8_t* tuple, const uint8_t* key, uint32_t n) const {

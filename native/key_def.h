@@ -46,11 +46,17 @@ class KeyDef {
   // the definition, ER_KEY_TYPE when a part has the wrong type. Returns the part count.
   uint32_t check_key(const uint8_t* key) const;
 
-  int compare(const uint8_t* a, const uint8_t* b) const;
+  int compare(const uint8_t* a, const uint8_t* b) const { return compare_from(a, b, 0); }
+  // Compares parts [start, part_count()).
+  int compare_from(const uint8_t* a, const uint8_t* b, uint32_t start) const;
   // `key` points at the first part of a checked key with `n` parts.
   int compare_with_key(const uint8_t* tuple, const uint8_t* key, uint32_t n) const;
 
   uint64_t hint(const uint8_t* tuple) const;
+  // True when two first parts with this same hint are certainly equal: booleans, and numbers
+  // whose double magnitude is below 2^53 (every integer there is exact, and a larger integer
+  // rounds to a double of magnitude >= 2^53). Strings share a hint on a common 8-byte prefix.
+  bool hint_is_exact(uint64_t hint) const;
   uint64_t hint_key(const uint8_t* key) const;  // first part of a key with >= 1 part
 
   uint64_t hash(const uint8_t* tuple) const;

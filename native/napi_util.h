@@ -60,10 +60,20 @@ struct Bytes {
   size_t size;
 };
 
+// One N-API call checks the type and reads the bytes (it fails, without throwing, on a non-Buffer).
+inline bool buffer_info(const Napi::CallbackInfo& info, size_t i, Bytes* out) {
+  if (i >= info.Length()) return false;
+  void* data = nullptr;
+  size_t size = 0;
+  if (napi_get_buffer_info(info.Env(), info[i], &data, &size) != napi_ok) return false;
+  *out = Bytes{static_cast<const uint8_t*>(data), size};
+  return true;
+}
+
 inline Bytes arg_bytes(const Napi::CallbackInfo& info, size_t i, const char* what) {
-  if (i >= info.Length() || !info[i].IsBuffer()) throw bad_arg(what, "a Buffer");
-  Napi::Buffer<uint8_t> b = info[i].As<Napi::Buffer<uint8_t>>();
-  return Bytes{b.Data(), b.Length()};
+  Bytes b;
+  if (!buffer_info(info, i, &b)) throw bad_arg(what, "a Buffer");
+  return b;
 }
 
 inline double arg_number(const Napi::CallbackInfo& info, size_t i, const char* what) {
@@ -98,12 +108,10 @@ inline std::string arg_string(const Napi::CallbackInfo& info, size_t i, const ch
 // Writes bytes into the scratch Buffer at info[i] when they fit; returns the count, else a copy.
 inline Napi::Value emit(const Napi::CallbackInfo& info, size_t i, const uint8_t* data, size_t size) {
   Napi::Env env = info.Env();
-  if (i < info.Length() && info[i].IsBuffer()) {
-    Napi::Buffer<uint8_t> scratch = info[i].As<Napi::Buffer<uint8_t>>();
-    if (size <= scratch.Length()) {
-      if (size > 0) std::memcpy(scratch.Data(), data, size);
-      return Napi::Number::New(env, double(size));
-    }
+  Bytes scratch;
+  if (buffer_info(info, i, &scratch) && size <= scratch.size) {
+    if (size > 0) std::memcpy(const_cast<uint8_t*>(scratch.data), data, size);
+    return Napi::Number::New(env, double(size));
   }
   return Napi::Buffer<uint8_t>::Copy(env, data, size);
 }

@@ -1,5 +1,7 @@
 #include "space.h"
 
+#include <algorithm>
+
 #include "errors.h"
 #include "msgpack.h"
 
@@ -104,7 +106,7 @@ void Space::insert_tuple(Tuple* t, bool replace) {
 }
 
 void Space::apply(Tuple* old, Tuple* nw) {
-  if (depth_ > 0) undo_.reserve(undo_.size() + 1);
+  if (depth_ > 0 && undo_.size() == undo_.capacity()) undo_.reserve(std::max<size_t>(64, undo_.capacity() * 2));
   size_t done = 0;
   try {
     for (; done < indexes_.size(); done++) indexes_[done]->replace(old, nw);

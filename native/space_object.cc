@@ -21,13 +21,16 @@ struct KeyArg {
 KeyArg arg_key(const Napi::CallbackInfo& info, size_t i) {
   KeyArg k;
   const Napi::Value v = i < info.Length() ? info[i] : info.Env().Undefined();
+  Bytes packed;
+  if (v.IsNumber() || v.IsString()) {
+    // the common scalar keys: skip the Buffer probe
+  } else if (buffer_info(info, i, &packed)) {
+    k.data = packed.data;
+    k.size = packed.size;
+    return k;
+  }
   if (v.IsUndefined() || v.IsNull()) {
     k.owned.push_back(char(0x90));
-  } else if (v.IsBuffer()) {
-    Napi::Buffer<uint8_t> b = v.As<Napi::Buffer<uint8_t>>();
-    k.data = b.Data();
-    k.size = b.Length();
-    return k;
   } else if (v.IsNumber()) {
     mp::write_array_header(&k.owned, 1);
     mp::write_double(&k.owned, v.As<Napi::Number>().DoubleValue());

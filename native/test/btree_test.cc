@@ -18,6 +18,8 @@
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -47,8 +49,19 @@ constexpr uint64_t kNone = ~uint64_t{0};
   std::fprintf(stderr, "FAIL: %s\n", what.c_str());
   std::exit(1);
 }
-void expect(bool ok, const std::string& what) {
-  if (!ok) fail(what);
+void append(std::string& s, const std::string& x) { s += x; }
+void append(std::string& s, const char* x) { s += x; }
+template <class T>
+std::enable_if_t<std::is_arithmetic_v<T>> append(std::string& s, T x) {
+  s += std::to_string(x);
+}
+// The message is only assembled on failure.
+template <class... Parts>
+void expect(bool ok, const Parts&... parts) {
+  if (ok) return;
+  std::string msg;
+  (append(msg, parts), ...);
+  fail(msg);
 }
 
 // ---- elements checked for liveness -------------------------------------------------------
@@ -97,25 +110,25 @@ void checkTree(const Tree& t, const std::string& ctx) {
 
 // Full forward and backward walk compared with the model; returns the number of leaves.
 size_t compareAll(const Tree& t, const std::set<uint64_t>& model, const std::string& ctx) {
-  expect(t.size() == model.size(), ctx + ": size " + std::to_string(t.size()) + " != " + std::to_string(model.size()));
+  expect(t.size() == model.size(), ctx, ": size ", t.size(), " != ", model.size());
   size_t leaves = 0;
   const void* leaf = nullptr;
   auto it = t.begin();
   for (uint64_t k : model) {
-    expect(t.valid(it), ctx + ": forward walk ended early");
-    expect(t.get(it).key == k, ctx + ": forward walk got " + std::to_string(t.get(it).key) + ", want " + std::to_string(k));
+    expect(t.valid(it), ctx, ": forward walk ended early");
+    expect(t.get(it).key == k, ctx, ": forward walk got ", t.get(it).key, ", want ", k);
     if (it.leaf != leaf) ++leaves, leaf = it.leaf;
     t.next(it);
   }
-  expect(!t.valid(it) && it == t.end(), ctx + ": forward walk did not end");
+  expect(!t.valid(it) && it == t.end(), ctx, ": forward walk did not end");
   it = t.last();
   for (auto r = model.rbegin(); r != model.rend(); ++r) {
-    expect(t.valid(it) && t.get(it).key == *r, ctx + ": backward walk mismatch");
+    expect(t.valid(it) && t.get(it).key == *r, ctx, ": backward walk mismatch");
     t.prev(it);
   }
-  expect(!t.valid(it), ctx + ": backward walk did not end");
+  expect(!t.valid(it), ctx, ": backward walk did not end");
   t.prev(it);
-  expect(it == t.last(), ctx + ": prev(end) != last");
+  expect(it == t.last(), ctx, ": prev(end) != last");
   return leaves;
 }
 
@@ -133,8 +146,8 @@ struct Harness {
     const bool r = tree.insert(E{k, k});
     g_probe = kNone;
     const bool want = model.insert(k).second;
-    expect(r == want, ctx + ": insert(" + std::to_string(k) + ") returned " + std::to_string(r));
-    expect(tree.version() == v + r, ctx + ": version after insert");
+    expect(r == want, ctx, ": insert(", k, ") returned ", r);
+    expect(tree.version() == v + r, ctx, ": version after insert");
     if (r) g_live[k] = 1;
     ++g_stats.ops;
     return r;
@@ -146,25 +159,24 @@ struct Harness {
     const bool r = tree.erase(E{k, k});
     g_probe = kNone;
     const bool want = model.erase(k) > 0;
-    expect(r == want, ctx + ": erase(" + std::to_string(k) + ") returned " + std::to_string(r));
-    expect(tree.version() == v + r, ctx + ": version after erase");
+    expect(r == want, ctx, ": erase(", k, ") returned ", r);
+    expect(tree.version() == v + r, ctx, ": version after erase");
     ++g_stats.ops;
     if (!r) return false;
     g_live[k] = 0;
     auto succ = tree.erase_successor();
     auto want_succ = model.upper_bound(k);
     if (want_succ == model.end()) {
-      expect(!tree.valid(succ), ctx + ": erase_successor should be end");
+      expect(!tree.valid(succ), ctx, ": erase_successor should be end");
     } else {
-      expect(tree.valid(succ) && tree.get(succ).key == *want_succ,
-             ctx + ": erase_successor(" + std::to_string(k) + ") wrong");
+      expect(tree.valid(succ) && tree.get(succ).key == *want_succ, ctx, ": erase_successor(", k, ") wrong");
     }
     tree.prev(succ);  // how a reverse cursor resumes: the element before the erased one
     auto before = model.lower_bound(k);
     if (before == model.begin()) {
-      expect(!tree.valid(succ), ctx + ": prev(erase_successor) should be end");
+      expect(!tree.valid(succ), ctx, ": prev(erase_successor) should be end");
     } else {
-      expect(tree.valid(succ) && tree.get(succ).key == *std::prev(before), ctx + ": prev(erase_successor) wrong");
+      expect(tree.valid(succ) && tree.get(succ).key == *std::prev(before), ctx, ": prev(erase_successor) wrong");
     }
     return true;
   }
@@ -173,16 +185,16 @@ struct Harness {
     g_probe = k;
     const E* e = tree.find(E{k, k});
     g_probe = kNone;
-    expect((e != nullptr) == (model.count(k) > 0), ctx + ": find(" + std::to_string(k) + ")");
-    if (e) expect(e->key == k, ctx + ": find returned the wrong element");
+    expect((e != nullptr) == (model.count(k) > 0), ctx, ": find(", k, ")");
+    if (e) expect(e->key == k, ctx, ": find returned the wrong element");
     ++g_stats.ops;
   }
 
   void expectAt(Tree::Iterator it, std::set<uint64_t>::const_iterator want, const std::string& what) {
     if (want == model.end()) {
-      expect(!tree.valid(it), ctx + ": " + what + " should be end");
+      expect(!tree.valid(it), ctx, ": ", what, " should be end");
     } else {
-      expect(tree.valid(it) && tree.get(it).key == *want, ctx + ": " + what + " wrong");
+      expect(tree.valid(it) && tree.get(it).key == *want, ctx, ": ", what, " wrong");
     }
   }
 
@@ -215,7 +227,7 @@ struct Harness {
       } else {
         tree.prev(it);
         if (m == model.begin()) {
-          expect(!tree.valid(it), ctx + ": prev of first should be end");
+          expect(!tree.valid(it), ctx, ": prev of first should be end");
           return;
         }
         --m;
@@ -241,13 +253,12 @@ struct Harness {
       g_probe = kNone;
       if (!threw) {
         const bool want = model.insert(k).second;
-        expect(r == want, ctx + ": insert after injected failures");
+        expect(r == want, ctx, ": insert after injected failures");
         if (r) g_live[k] = 1;
         break;
       }
       ++g_stats.injected;
-      expect(tree.size() == size && tree.memory() == memory && tree.version() == version,
-             ctx + ": failed insert changed size/memory/version");
+      expect(tree.size() == size && tree.memory() == memory && tree.version() == version, ctx, ": failed insert changed size/memory/version");
       checkTree(tree, ctx + " after injected bad_alloc");
       if (compareContents) compareAll(tree, model, ctx + " after injected bad_alloc");
     }
@@ -268,14 +279,14 @@ struct Harness {
         threw = true;
       }
       g_fail_after = -1;
-      expect(threw, ctx + ": build did not hit the injected failure");
+      expect(threw, ctx, ": build did not hit the injected failure");
       ++g_stats.injected;
-      expect(tree.memory() == memory && tree.version() == version, ctx + ": failed build changed the tree");
+      expect(tree.memory() == memory && tree.version() == version, ctx, ": failed build changed the tree");
       checkTree(tree, ctx + " after failed build");
     }
     const uint64_t version = tree.version();
     tree.build(elems.data(), elems.size());
-    expect(tree.version() == version + 1, ctx + ": version after build");
+    expect(tree.version() == version + 1, ctx, ": version after build");
     for (uint64_t k : model) g_live[k] = 0;
     model.clear();
     model.insert(sorted.begin(), sorted.end());
@@ -286,8 +297,8 @@ struct Harness {
   void clear() {
     const uint64_t version = tree.version();
     tree.clear();
-    expect(tree.version() == version + 1 && tree.size() == 0 && tree.memory() == 0, ctx + ": clear");
-    expect(!tree.valid(tree.begin()) && !tree.valid(tree.last()), ctx + ": begin/last of empty tree");
+    expect(tree.version() == version + 1 && tree.size() == 0 && tree.memory() == 0, ctx, ": clear");
+    expect(!tree.valid(tree.begin()) && !tree.valid(tree.last()), ctx, ": begin/last of empty tree");
     for (uint64_t k : model) g_live[k] = 0;
     model.clear();
     ++g_stats.ops;
@@ -339,10 +350,44 @@ void randomOps(uint64_t seed, uint64_t universe, size_t ops) {
     } else if (rng() % 4 == 0) {
       h.clear();
     }
-    if (h.model.size() < 1500 || op % 128 == 0) checkTree(h.tree, h.ctx + " op " + std::to_string(op));
+    if (op % (h.model.size() / 256 + 1) == 0) {  // O(256) amortized per op; every op below 256
+      std::string why;
+      ++g_stats.checks;
+      if (!h.tree.check(&why)) fail(h.ctx + " op " + std::to_string(op) + ": check(): " + why);
+    }
   }
   compareAll(h.tree, h.model, h.ctx + " final");
   checkTree(h.tree, h.ctx + " final");
+}
+
+// Sizes around 30 (leaf), 21*30 and 21*21*30 (inner) after sequential inserts leave edge nodes
+// with a single element or child; erasing around them exercises the cascades at the edges.
+void edgeShapes(std::mt19937_64& rng) {
+  const uint64_t sizes[] = {1, 2, 29, 30, 31, 45, 630, 631, 645, 660, 661, 13230, 13231, 13245, 13261};
+  for (uint64_t n : sizes) {
+    for (int scenario = 0; scenario < 4; ++scenario) {
+      Harness h("edge shapes n=" + std::to_string(n) + " scenario " + std::to_string(scenario), n + 1);
+      const bool descending = scenario == 1;
+      for (uint64_t j = 0; j < n; ++j) h.insert(descending ? n - 1 - j : j);
+      checkTree(h.tree, h.ctx + " filled");
+      std::vector<uint64_t> order(n);
+      std::iota(order.begin(), order.end(), 0);
+      if (scenario == 0) std::reverse(order.begin(), order.end());
+      if (scenario == 2) std::shuffle(order.begin(), order.end(), rng);
+      if (scenario == 3) {  // alternate between the two ends
+        for (uint64_t j = 0; j < n; ++j) order[j] = j % 2 ? j / 2 : n - 1 - j / 2;
+      }
+      for (uint64_t j = 0; j < n; ++j) {
+        h.erase(order[j]);
+        if (n - j < 800 || j % 64 == 0) checkTree(h.tree, h.ctx + " erasing");
+        if (j == n / 2 && j >= 50) {  // put some back, then go on erasing
+          for (int q = 0; q < 50; ++q) h.insert(order[j - q]);
+          for (int q = 0; q < 50; ++q) h.erase(order[j - q]);
+        }
+      }
+      expect(h.tree.memory() == 0, h.ctx, ": memory left");
+    }
+  }
 }
 
 // ---- large ordered workloads ------------------------------------------------------------
@@ -358,17 +403,10 @@ const char* name(Order o) {
   return "?";
 }
 
-struct Timing {
-  double ns = 0;
-  uint64_t n = 0;
-  double perOp() const { return n ? ns / static_cast<double>(n) : 0; }
-};
-
 struct Large {
   size_t n;
   std::vector<uint64_t> sorted;  // the keys, ascending
   std::vector<uint64_t> shuffled;
-  Timing insertTime[3], eraseTime[4], findTime;
 
   explicit Large(size_t count, std::mt19937_64& rng) : n(count) {
     for (size_t i = 0; i < n; ++i) sorted.push_back(4 * i + rng() % 4);
@@ -386,16 +424,12 @@ struct Large {
   std::pair<double, double> fill(Tree& t, Order o) {
     g_live.assign(4 * n + 4, 0);
     const std::vector<uint64_t> keys = inOrder(o);
-    const double start = nowNs();
     for (uint64_t k : keys) {
       g_probe = k;
       if (!t.insert(E{k, k})) fail(std::string("insert failed during ") + name(o) + " fill");
       g_live[k] = 1;
     }
     g_probe = kNone;
-    Timing& tm = insertTime[static_cast<int>(o)];
-    tm.ns += nowNs() - start;
-    tm.n += keys.size();
     g_stats.ops += keys.size();
     checkTree(t, std::string("after ") + name(o) + " inserts");
     size_t leaves = 0;
@@ -422,11 +456,9 @@ struct Large {
     if (o == Order::kRandom) std::shuffle(keys.begin(), keys.end(), rng);
     std::vector<uint64_t> succ(keys.size());  // erase_successor's key after each erase, kNone for end
     const size_t chunk = keys.size() / 8 + 1;
-    Timing& tm = eraseTime[static_cast<int>(o)];
     auto it = t.begin();
     for (size_t from = 0; from < keys.size(); from += chunk) {
       const size_t to = std::min(keys.size(), from + chunk);
-      const double start = nowNs();
       for (size_t j = from; j < to; ++j) {
         uint64_t k = keys[j];
         if (o == Order::kDaemon) {
@@ -440,28 +472,30 @@ struct Large {
         it = t.erase_successor();
         succ[j] = t.valid(it) ? t.get(it).key : kNone;
       }
-      tm.ns += nowNs() - start;
-      tm.n += to - from;
       g_stats.ops += to - from;
       checkTree(t, ctx + " chunk");
-      expect(t.size() == keys.size() - to, ctx + ": size");
-      const double fstart = nowNs();
-      for (size_t j = 0; j < keys.size(); j += 7) {  // lookups on the half-erased tree
+      expect(t.size() == keys.size() - to, ctx, ": size");
+      for (size_t j = 0; j < keys.size(); j += 17) {  // lookups on the half-erased tree
         const uint64_t k = keys[j];
         g_probe = k;
         if ((t.find(E{k, k}) != nullptr) != (j >= to)) fail(ctx + ": find on a partially erased tree");
       }
       g_probe = kNone;
-      findTime.ns += nowNs() - fstart;
-      findTime.n += (keys.size() + 6) / 7;
     }
-    expect(t.size() == 0 && t.memory() == 0 && !t.valid(t.begin()), ctx + ": tree not empty at the end");
-    std::set<uint64_t> model(sorted.begin(), sorted.end());  // replay to verify erase_successor
+    expect(t.size() == 0 && t.memory() == 0 && !t.valid(t.begin()), ctx, ": tree not empty at the end");
+    std::set<uint64_t> model;  // replay to verify erase_successor
+    if (o == Order::kRandom) model.insert(sorted.begin(), sorted.end());
     for (size_t j = 0; j < keys.size(); ++j) {
-      model.erase(keys[j]);
-      auto want = model.upper_bound(keys[j]);
-      if (o == Order::kDaemon) expect(keys[j] == sorted[j], ctx + ": walk order");
-      expect(succ[j] == (want == model.end() ? kNone : *want), ctx + ": erase_successor at step " + std::to_string(j));
+      uint64_t want = kNone;
+      if (o == Order::kRandom) {
+        model.erase(keys[j]);
+        auto next = model.upper_bound(keys[j]);
+        if (next != model.end()) want = *next;
+      } else if (o != Order::kDescending && j + 1 < keys.size()) {
+        want = sorted[j + 1];
+      }
+      if (o == Order::kDaemon) expect(keys[j] == sorted[j], ctx, ": walk order");
+      expect(succ[j] == want, ctx, ": erase_successor at step ", j);
     }
   }
 };
@@ -527,8 +561,7 @@ void tupleOps(size_t ops, std::mt19937_64& rng) {
     model.erase(k);
     auto succ = tree.erase_successor();
     auto want = model.upper_bound(k);
-    expect(tree.valid(succ) == (want != model.end()) && (!tree.valid(succ) || tree.get(succ).tuple->key == *want),
-           "tuples: erase_successor");
+    expect(tree.valid(succ) == (want != model.end()) && (!tree.valid(succ) || tree.get(succ).tuple->key == *want), "tuples: erase_successor");
   };
   for (size_t op = 0; op < ops; ++op) {
     const bool growing = (op / (ops / 8 + 1)) % 2 == 0;
@@ -544,8 +577,7 @@ void tupleOps(size_t ops, std::mt19937_64& rng) {
       Tuple probe{k};
       auto it = tree.lower_bound_elem(TE{&probe, k});
       auto want = model.lower_bound(k);
-      expect(tree.valid(it) == (want != model.end()) && (!tree.valid(it) || tree.get(it).tuple->key == *want),
-             "tuples: lower_bound_elem");
+      expect(tree.valid(it) == (want != model.end()) && (!tree.valid(it) || tree.get(it).tuple->key == *want), "tuples: lower_bound_elem");
     } else {  // the expiration daemon: drain a few from the left end
       auto it = tree.begin();
       for (int j = 0; j < 50 && tree.valid(it); ++j) {
@@ -568,6 +600,48 @@ void tupleOps(size_t ops, std::mt19937_64& rng) {
   for (Tuple* t : all) delete t;
 }
 
+// ---- timing with a cheap comparator ------------------------------------------------------
+
+struct PlainCmp {
+  int compare(const E& a, const E& b) const { return a.key < b.key ? -1 : a.key > b.key ? 1 : 0; }
+};
+
+// ns per operation: inserts (random, ascending, descending), erases (random, ascending,
+// descending, left-end walk), finds (random).
+void bench(const Large& large, double insertNs[3], double eraseNs[4], double* findNs) {
+  const double n = static_cast<double>(large.n);
+  std::mt19937_64 rng(7);
+  std::vector<uint64_t> other = large.shuffled;
+  std::shuffle(other.begin(), other.end(), rng);
+  for (int io = 0; io < 3; ++io) {
+    for (int eo = 0; eo < 4; ++eo) {
+      if (io > 0 && eo != io) continue;
+      ce::BTree<E, PlainCmp> t{PlainCmp{}};
+      const std::vector<uint64_t> keys = large.inOrder(static_cast<Order>(io));
+      double start = nowNs();
+      for (uint64_t k : keys) t.insert(E{k, k});
+      insertNs[io] = (nowNs() - start) / n;
+      if (eo == 0) {
+        size_t found = 0;
+        start = nowNs();
+        for (uint64_t k : other) found += t.find(E{k, k}) != nullptr;
+        *findNs = (nowNs() - start) / n;
+        expect(found == large.n, "bench: find");
+      }
+      const std::vector<uint64_t> order = eo == 0 ? other : large.inOrder(static_cast<Order>(eo));
+      start = nowNs();
+      if (eo == 3) {
+        for (auto it = t.begin(); t.valid(it); it = t.erase_successor()) t.erase(t.get(it));
+      } else {
+        for (uint64_t k : order) t.erase(E{k, k});
+      }
+      eraseNs[eo] = (nowNs() - start) / n;
+      expect(t.size() == 0 && t.memory() == 0, "bench: erase all");
+      g_stats.ops += 2 * large.n;
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -575,12 +649,26 @@ int main(int argc, char** argv) {
   if (n < 1000) fail("large_n must be >= 1000");
   std::mt19937_64 rng(20240611);
   const double t0 = nowNs();
+  std::string phases;
+  double phaseStart = t0;
+  auto phase = [&](const char* what) {
+    const double t = nowNs();
+    phases += std::string(phases.empty() ? "" : ", ") + what + " " + std::to_string(static_cast<int>((t - phaseStart) / 1e6)) + " ms";
+    phaseStart = t;
+  };
+
+  Large large(n, rng);
+  double insertNs[3] = {}, eraseNs[4] = {}, findNs = 0;
+  bench(large, insertNs, eraseNs, &findNs);  // first, on a fresh heap
+  phase("bench");
 
   // Small trees, check() after (almost) every operation.
   randomOps(1, 64, 20000);
   randomOps(2, 600, 60000);
   randomOps(3, 5000, 120000);
   randomOps(4, 60000, 150000);
+  edgeShapes(rng);
+  phase("random small");
   {  // edge cases of an empty and a one-element tree
     Harness h("tiny", 16);
     expect(!h.tree.valid(h.tree.begin()) && !h.tree.valid(h.tree.last()), "empty begin/last");
@@ -599,7 +687,6 @@ int main(int argc, char** argv) {
   }
 
   // Large trees: every insert order combined with every erase order.
-  Large large(n, rng);
   const Order inserts[] = {Order::kRandom, Order::kAscending, Order::kDescending};
   const Order erases[] = {Order::kRandom, Order::kAscending, Order::kDescending, Order::kDaemon};
   double leafFill[3] = {}, bytes[3] = {};
@@ -612,6 +699,8 @@ int main(int argc, char** argv) {
       large.eraseAll(t, eo, rng);
     }
   }
+  phase("large orders");
+  double buildBytes = 0;
   {  // build() packs, then random inserts and erases keep working
     Harness h("after build", 4 * n + 4);
     h.build(large.sorted);
@@ -624,23 +713,28 @@ int main(int argc, char** argv) {
     }
     compareAll(h.tree, h.model, h.ctx);
     checkTree(h.tree, h.ctx);
-    std::printf("build(): %.2f B/elem packed\n", perElem);
+    buildBytes = perElem;
   }
+  phase("build");
   double ttlBytes = 0;
   ttlPattern(std::max<size_t>(n, 200000), rng, &ttlBytes);
+  phase("ttl");
   tupleOps(std::max<size_t>(n / 2, 100000), rng);
+  phase("tuples");
 
-  std::printf("%-11s  %-9s  %-11s  %-10s  %s\n", "order", "leaf fill", "bytes/elem", "insert ns", "erase ns");
+
+  std::printf("n=%zu    leaf fill  bytes/elem  insert ns  erase ns\n", n);
   for (Order o : erases) {
     const int i = static_cast<int>(o);
     if (o == Order::kDaemon) {
-      std::printf("%-11s  %-9s  %-11s  %-10s  %.0f\n", name(o), "", "", "", large.eraseTime[i].perOp());
+      std::printf("%-13s  %9s  %10s  %9s  %8.0f\n", name(o), "", "", "", eraseNs[i]);
     } else {
-      std::printf("%-11s  %8.1f%%  %11.2f  %10.0f  %.0f\n", name(o), 100 * leafFill[i], bytes[i],
-                  large.insertTime[i].perOp(), large.eraseTime[i].perOp());
+      std::printf("%-13s  %8.1f%%  %10.2f  %9.0f  %8.0f\n", name(o), 100 * leafFill[i], bytes[i], insertNs[i],
+                  eraseNs[i]);
     }
   }
-  std::printf("find: %.0f ns/op; ttl pattern: %.2f B/elem\n", large.findTime.perOp(), ttlBytes);
+  std::printf("find %.0f ns; after build() %.2f B/elem; ttl pattern %.2f B/elem\n", findNs, buildBytes, ttlBytes);
+  std::printf("phases: %s\n", phases.c_str());
   std::printf("OK: %llu ops, %llu check() calls, %llu injected bad_alloc, n=%zu, %.1f s\n",
               static_cast<unsigned long long>(g_stats.ops), static_cast<unsigned long long>(g_stats.checks),
               static_cast<unsigned long long>(g_stats.injected), n, (nowNs() - t0) / 1e9);
