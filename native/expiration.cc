@@ -1,5 +1,7 @@
 #include "expiration.h"
 
+#include <cmath>
+
 #include "errors.h"
 #include "msgpack.h"
 
@@ -22,6 +24,7 @@ ChunkResult expire_chunk(Space& space, Cursor& cursor, uint32_t fieldno, uint32_
     const uint8_t* ttl = mp::field(t->data(), fieldno);
     mp::Num value;
     if (ttl == nullptr || !mp::read_num(ttl, &value)) continue;
+    if (value.kind == mp::Num::kDouble && std::isnan(value.d)) continue;  // NaN <= now is false
     if (mp::compare_num(value, limit) <= 0) {
       if (deleted != nullptr) deleted->append(reinterpret_cast<const char*>(t->data()), t->size);
       space.remove_tuple(t);

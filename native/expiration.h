@@ -2,7 +2,8 @@
 //
 // A chunk takes up to `scan_size` tuples from the task's cursor (over itIndex), reads each
 // one's TTL field, and deletes it when the field is a number <= now (compared by value, whatever
-// its MessagePack encoding). A missing or non-numeric TTL is never expired and never ends a pass.
+// its MessagePack encoding). A missing or non-numeric TTL (NaN included) is never expired and
+// never ends a pass.
 // Deletion goes through the space, so the tuple leaves every index, as rmIndex:delete() would.
 //
 // Early break (itIndex is a TREE led by the TTL field, walked in ascending order): the first

@@ -39,7 +39,7 @@ bool type_accepts(FieldType type, const uint8_t* v) {
       if (!mp::read_num(v, &n)) return false;
       if (type == FieldType::kNumber) return !(n.kind == mp::Num::kDouble && std::isnan(n.d));
       if (!mp::num_is_integral(n)) return false;
-      return type == FieldType::kInteger || n.kind == mp::Num::kUint || n.d >= 0;
+      return type == FieldType::kInteger || n.kind == mp::Num::kUint || (n.kind == mp::Num::kDouble && n.d >= 0);
     }
     case FieldType::kString: {
       uint32_t len = 0;

@@ -3,6 +3,7 @@
 // the byte count) unless they are larger, in which case the addon returns a fresh Buffer.
 import { Packr, Unpackr } from 'msgpackr';
 import type { NativeKey, NativeResult } from './binding.js';
+import { CappedError, type ErrorCode } from './errors.js';
 
 export type Tuple = unknown[];
 export type KeyPart = number | string | boolean | bigint;
@@ -18,15 +19,25 @@ export function scratchBuffer(): Buffer {
   return scratch;
 }
 
-export function pack(value: unknown): Buffer {
-  return packr.pack(value);
+// msgpackr throws plain errors for what MessagePack cannot hold (a BigInt beyond 64 bits, a
+// Symbol, a cyclic array); they become CappedErrors with a code.
+function encode(value: unknown, code: ErrorCode, what: string): Buffer {
+  try {
+    return packr.pack(value);
+  } catch (error) {
+    throw new CappedError(`${what} cannot be encoded as MessagePack: ${(error as Error).message}`, code);
+  }
 }
 
-// Scalars cross as they are (the addon encodes them); arrays are packed.
+export function pack(value: unknown): Buffer {
+  return encode(value, 'ER_TUPLE_FORMAT', 'the tuple');
+}
+
+// Numbers and booleans cross as they are (the addon encodes them, exactly); strings and arrays
+// are packed by msgpackr, so that a key's bytes always match the tuple's.
 export function packKey(key: Key | undefined): NativeKey {
-  if (Array.isArray(key)) return packr.pack(key);
-  if (typeof key === 'bigint') return packr.pack([key]);
-  return key;
+  if (key === undefined || typeof key === 'number' || typeof key === 'boolean') return key;
+  return encode(Array.isArray(key) ? key : [key], 'ER_KEY_TYPE', 'the key');
 }
 
 function grow(size: number): void {

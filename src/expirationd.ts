@@ -152,6 +152,7 @@ export class Task extends EventEmitter {
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   private timerIsImmediate = false;
   private epoch = 0;
+  private tickEpoch = -1;
   private running = false;
   private passStarted = false;
   private passFailed = false;
@@ -246,6 +247,7 @@ export class Task extends EventEmitter {
 
   private tick(): void {
     const epoch = this.epoch;
+    this.tickEpoch = epoch;
     if (this.space.dropped) {
       this.kill();
       return;
@@ -282,6 +284,11 @@ export class Task extends EventEmitter {
     if (this.running && epoch === this.epoch) this.schedule(this.chunkDelay + this.config.fullScanDelay, true);
   }
 
+  // False when now() (user code) killed or restarted the task, or dropped the space.
+  private stillRunning(): boolean {
+    return this.running && this.epoch === this.tickEpoch && !this.space.dropped;
+  }
+
   private currentTime(): number {
     const now = this.config.now();
     if (typeof now !== 'number' || Number.isNaN(now)) {
@@ -297,7 +304,9 @@ export class Task extends EventEmitter {
     const cursor = this.cursor as NativeCursor;
     const listening = this.listenerCount('expired') > 0;
     const mode = options.onExpired ? 2 : listening ? 1 : 0;
-    const bytes = h.expireChunk(cursor, fieldno, scanSize, this.currentTime(), earlyBreak, mode, this.out, scratchBuffer());
+    const now = this.currentTime();
+    if (!this.stillRunning()) return false;
+    const bytes = h.expireChunk(cursor, fieldno, scanSize, now, earlyBreak, mode, this.out, scratchBuffer());
     const [checked, expired, passEnd, , savepoint] = this.out;
     const tuples = mode === 0 ? [] : decodeMany(bytes);
     if (mode === 2) this.finishOpenChunk(cursor, savepoint, tuples);
@@ -314,6 +323,7 @@ export class Task extends EventEmitter {
     const h = this.space.handle;
     const cursor = this.cursor as NativeCursor;
     const now = this.currentTime();
+    if (!this.stillRunning()) return false;
     const visited = decodeMany(h.scanChunk(cursor, scanSize, this.out, scratchBuffer()));
     let passEnd = this.out[2] === 1;
     const positions: number[] = [];
