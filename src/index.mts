@@ -1,6 +1,19 @@
 // The ESM entry: re-exports the CommonJS build, so ESM and require() share one module state
-// (one task registry) instead of loading two copies.
+// (one task registry) instead of loading two copies. Each class is exported as a value and as
+// a type, like a class declaration.
 import cjs from './index.js';
+import type * as types from './index.js';
 
-export const { Space, Index, expirationd, Task, CappedError } = cjs;
-export type * from './index.js';
+export const Space = cjs.Space;
+export type Space = types.Space;
+export const Index = cjs.Index;
+export type Index = types.Index;
+export const Task = cjs.Task;
+export type Task = types.Task;
+export const CappedError = cjs.CappedError;
+export type CappedError = types.CappedError;
+export const expirationd = cjs.expirationd;
+export type {
+  FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, MemoryUsage,
+  TaskOptions, TaskStats, ErrorCode, Tuple, Key, KeyPart,
+} from './index.js';
