@@ -28,8 +28,38 @@ inline uint32_t load32(const uint8_t* p) {
 }
 inline uint64_t load64(const uint8_t* p) { return uint64_t(load32(p)) << 32 | load32(p + 4); }
 
-// Returns the end of the value that starts at p, or nullptr when it is malformed, truncated or
-// nested deeper than kMaxDepth.
+// Well-formed UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF), ASCII 8 bytes a step.
+inline bool valid_utf8(const uint8_t* p, size_t n) {
+  const uint8_t* end = p + n;
+  while (p < end) {
+    if (end - p >= 8) {
+      uint64_t w;
+      std::memcpy(&w, p, 8);
+      if ((w & 0x8080808080808080ULL) == 0) { p += 8; continue; }
+    }
+    const uint8_t c = *p;
+    if (c < 0x80) { p++; continue; }
+    size_t len;
+    uint32_t cp;
+    if ((c & 0xe0) == 0xc0) { len = 2; cp = c & 0x1f; }
+    else if ((c & 0xf0) == 0xe0) { len = 3; cp = c & 0x0f; }
+    else if ((c & 0xf8) == 0xf0) { len = 4; cp = c & 0x07; }
+    else return false;
+    if (size_t(end - p) < len) return false;
+    for (size_t i = 1; i < len; i++) {
+      if ((p[i] & 0xc0) != 0x80) return false;
+      cp = cp << 6 | (p[i] & 0x3f);
+    }
+    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    p += len;
+  }
+  return true;
+}
+
+// Returns the end of the value that starts at p, or nullptr when it is malformed, truncated,
+// nested deeper than kMaxDepth, or a string that is not well-formed UTF-8 (msgpackr writes a lone
+// surrogate as such bytes and would not read it back as written).
 inline const uint8_t* check(const uint8_t* p, const uint8_t* end, int depth = 0) {
   if (p >= end) return nullptr;
   const uint8_t c = *p++;
@@ -37,8 +67,10 @@ inline const uint8_t* check(const uint8_t* p, const uint8_t* end, int depth = 0)
   uint64_t items = 0;
   size_t skip = 0;
   if (c <= 0x7f || c >= 0xe0) return p;
+  bool text = false;
   if ((c & 0xe0) == 0xa0) {
     skip = c & 0x1f;
+    text = true;
   } else if ((c & 0xf0) == 0x90) {
     items = c & 0x0f;
   } else if ((c & 0xf0) == 0x80) {
@@ -46,9 +78,9 @@ inline const uint8_t* check(const uint8_t* p, const uint8_t* end, int depth = 0)
   } else {
     switch (c) {
       case 0xc0: case 0xc2: case 0xc3: return p;
-      case 0xc4: case 0xd9: if (left < 1) return nullptr; skip = 1 + p[0]; break;
-      case 0xc5: case 0xda: if (left < 2) return nullptr; skip = 2 + size_t(load16(p)); break;
-      case 0xc6: case 0xdb: if (left < 4) return nullptr; skip = 4 + size_t(load32(p)); break;
+      case 0xc4: case 0xd9: if (left < 1) return nullptr; skip = 1 + p[0]; text = c == 0xd9; break;
+      case 0xc5: case 0xda: if (left < 2) return nullptr; skip = 2 + size_t(load16(p)); text = c == 0xda; break;
+      case 0xc6: case 0xdb: if (left < 4) return nullptr; skip = 4 + size_t(load32(p)); text = c == 0xdb; break;
       case 0xc7: if (left < 1) return nullptr; skip = 2 + p[0]; break;
       case 0xc8: if (left < 2) return nullptr; skip = 3 + size_t(load16(p)); break;
       case 0xc9: if (left < 4) return nullptr; skip = 5 + size_t(load32(p)); break;
@@ -69,6 +101,10 @@ inline const uint8_t* check(const uint8_t* p, const uint8_t* end, int depth = 0)
     }
   }
   if (skip > left) return nullptr;
+  if (text) {
+    const size_t header = c >= 0xd9 && c <= 0xdb ? size_t(1) << (c - 0xd9) : 0;
+    if (!valid_utf8(p + header, skip - header)) return nullptr;
+  }
   p += skip;
   if (items == 0) return p;
   if (depth + 1 > kMaxDepth || items > uint64_t(end - p)) return nullptr;

@@ -69,7 +69,8 @@ Tuple* Space::make_tuple(const uint8_t* data, size_t size) {
     throw DbError(err::kTupleTooLarge, "Tuple of " + std::to_string(size) + " bytes exceeds maxTupleSize (" +
                                            std::to_string(max_tuple_size_) + " bytes) of space '" + name_ + "'");
   if (size == 0 || mp::check(data, data + size) != data + size)
-    throw DbError(err::kTupleFormat, "Tuple is not valid MessagePack (truncated, malformed, trailing bytes or nested deeper than " +
+    throw DbError(err::kTupleFormat, "Tuple is not valid MessagePack (truncated, malformed, trailing bytes, a string that is "
+                                     "not well-formed UTF-8 such as a lone surrogate, or nested deeper than " +
                                          std::to_string(mp::kMaxDepth) + ")");
   if (!mp::is_array(data)) throw DbError(err::kTupleFormat, "Tuple must be an array");
   for (const auto& idx : indexes_) idx->key_def().check_tuple(data);
@@ -222,7 +223,7 @@ uint32_t Space::check_key(const Index& index, const uint8_t* key, size_t size, c
   if (size > max_tuple_size_)
     throw DbError(err::kKeyTooLarge, "Key of " + std::to_string(size) + " bytes exceeds maxTupleSize of space '" + name_ + "'");
   if (size == 0 || mp::check(key, key + size) != key + size || !mp::is_array(key))
-    throw DbError(err::kKeyType, "Key must be a MessagePack array of parts");
+    throw DbError(err::kKeyType, "Key must be a MessagePack array of parts (strings well-formed UTF-8)");
   const uint32_t n = index.key_def().check_key(key);
   const uint8_t* p = key;
   mp::read_array(&p);
