@@ -146,6 +146,11 @@ class BTree {
 
   Iterator begin() const { return head_ ? Iterator{head_, 0} : Iterator{}; }
   Iterator end() const { return Iterator{}; }
+  // The element k positions after `it` when it lies in the same leaf, else nullptr: a cheap
+  // look-ahead for prefetching, which never crosses to another node.
+  const Elem* ahead(Iterator it, uint32_t k) const {
+    return it.leaf != nullptr && it.pos + k < it.leaf->count ? &it.leaf->items[it.pos + k] : nullptr;
+  }
   Iterator last() const { return tail_ ? Iterator{tail_, tail_->count - 1} : Iterator{}; }
 
   template <class KC>

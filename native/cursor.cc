@@ -74,6 +74,35 @@ Tuple* Cursor::next() {
   return t;
 }
 
+uint32_t Cursor::next_batch(Tuple** out, uint32_t n) {
+  uint32_t k = 0;
+  Tuple* t = n > 0 ? next() : nullptr;
+  if (t == nullptr) return 0;
+  out[k++] = t;
+  if (type_ == IterType::kAll && index_->type() == IndexType::kTree) {
+    const Tree& tree = index_->tree();
+    while (k < n) {
+      Tree::Iterator p = pos_;
+      tree.next(p);
+      if (!tree.valid(p)) break;
+      pos_ = p;
+      out[k] = tree.get(p).tuple;
+      __builtin_prefetch(out[k++]);
+    }
+  } else if (type_ == IterType::kAll) {
+    const HashTable& hash = index_->hash();
+    const size_t slots = hash.slot_count();
+    while (k < n && slot_ < slots) {
+      if (slot_ + 16 < slots && hash.slot(slot_ + 16)) __builtin_prefetch(hash.slot(slot_ + 16));
+      if (Tuple* s = hash.slot(slot_++)) out[k++] = s;
+    }
+  } else {
+    while (k < n && (t = next()) != nullptr) out[k++] = t;
+  }
+  last_ = out[k - 1];
+  return k;
+}
+
 bool Cursor::at_end() {
   if (done_) return true;
   const Saved saved = save();

@@ -37,6 +37,10 @@ class Cursor {
   bool exhausted() const { return done_; }
   // True when next() would return nothing; the cursor does not move.
   bool at_end();
+  // Up to n tuples, as n calls of next() would return them, prefetching each; fewer only at the
+  // end. The forward walks the daemon uses (ALL over a TREE or a HASH) step without re-checking
+  // the index between tuples, which is most of a scan's cost per tuple.
+  uint32_t next_batch(Tuple** out, uint32_t n);
   void reset();
   void detach();
 

@@ -1,5 +1,6 @@
 #include "expiration.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "errors.h"
@@ -13,24 +14,42 @@ ChunkResult expire_chunk(Space& space, Cursor& cursor, uint32_t fieldno, uint32_
   mp::Num limit;
   limit.kind = mp::Num::kDouble;
   limit.d = now;
+  // Batches of tuples from the cursor: read every TTL first (prefetching the hash slots of the
+  // expired ones), then delete. Tuples sit in slabs in insertion order, not in index order, so
+  // this lets their cache misses overlap instead of queueing one by one.
+  constexpr uint32_t kBatch = 64;
+  Tuple* batch[kBatch];
+  bool expired[kBatch];
   while (r.checked < scan_size) {
-    Tuple* t = cursor.next();
-    if (t == nullptr) {
-      r.pass_end = true;
-      cursor.reset();
-      return r;
+    const uint32_t want = std::min(kBatch, scan_size - r.checked);
+    const uint32_t n = cursor.next_batch(batch, want);
+    uint32_t stop = n;
+    bool broke = false;
+    for (uint32_t i = 0; i < n; i++) {
+      expired[i] = false;
+      const uint8_t* ttl = mp::field(batch[i]->data(), fieldno);
+      mp::Num value;
+      if (ttl == nullptr || !mp::read_num(ttl, &value)) continue;
+      if (value.kind == mp::Num::kDouble && std::isnan(value.d)) continue;  // NaN <= now is false
+      if (mp::compare_num(value, limit) <= 0) {
+        expired[i] = true;
+        space.prefetch_remove(batch[i]);
+      } else if (early_break) {
+        stop = i + 1;
+        broke = true;
+        break;
+      }
     }
-    r.checked++;
-    const uint8_t* ttl = mp::field(t->data(), fieldno);
-    mp::Num value;
-    if (ttl == nullptr || !mp::read_num(ttl, &value)) continue;
-    if (value.kind == mp::Num::kDouble && std::isnan(value.d)) continue;  // NaN <= now is false
-    if (mp::compare_num(value, limit) <= 0) {
-      if (deleted != nullptr) deleted->append(reinterpret_cast<const char*>(t->data()), t->size);
-      space.remove_tuple(t);
+    for (uint32_t i = 0; i < stop; i++) {
+      if (!expired[i]) continue;
+      if (deleted != nullptr) deleted->append(reinterpret_cast<const char*>(batch[i]->data()), batch[i]->size);
+      space.remove_tuple(batch[i]);
       r.expired++;
-    } else if (early_break) {
-      r.pass_end = r.early_break = true;
+    }
+    r.checked += stop;
+    if (broke || n < want) {
+      r.pass_end = true;
+      r.early_break = broke;
       cursor.reset();
       return r;
     }

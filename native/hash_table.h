@@ -68,6 +68,14 @@ class HashTable {
     size_++;
   }
 
+  // Prefetches the control byte and slot where tuple t's key lives (before erasing it).
+  void prefetch(const Tuple* t) const {
+    if (cap_ == 0) return;
+    const size_t i = home(def_->hash(t->data()));
+    __builtin_prefetch(&ctrl_[i]);
+    __builtin_prefetch(&slots_[i]);
+  }
+
   // Swaps a stored tuple for another with the same key, in place.
   void replace_same(const Tuple* old, Tuple* nw) { slots_[locate(old)] = nw; }
 

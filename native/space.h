@@ -54,6 +54,11 @@ class Space {
   bool remove(const uint8_t* key, std::string* out);
   // Removes exactly this stored tuple from every index.
   void remove_tuple(Tuple* t);
+  // Prefetches the hash slots a later remove_tuple(t) will touch; t should already be in cache.
+  void prefetch_remove(const Tuple* t) const {
+    for (const auto& idx : indexes_)
+      if (idx->type() == IndexType::kHash) idx->hash().prefetch(t);
+  }
 
   size_t len() const;
   void truncate();
