@@ -1,4 +1,4 @@
-// The addon's entry: registers the wrapped classes and the error constructor hook.
+// The addon's entry: registers the space functions, the cursor class and the error constructor hook.
 #include <napi.h>
 
 #include "cursor_object.h"
@@ -19,11 +19,9 @@ Napi::Value SetErrorClass(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto* data = new ce::AddonData();
   env.SetInstanceData<ce::AddonData>(data);
-  Napi::Function space = ce::SpaceObject::Init(env);
   Napi::Function cursor = ce::CursorObject::Init(env);
-  data->space_ctor = Napi::Persistent(space);
   data->cursor_ctor = Napi::Persistent(cursor);
-  exports.Set("SpaceHandle", space);
+  ce::SpaceObject::Register(env, exports);
   exports.Set("CursorHandle", cursor);
   exports.Set("setErrorClass", Napi::Function::New(env, SetErrorClass, "setErrorClass"));
   return exports;

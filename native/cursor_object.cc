@@ -16,18 +16,18 @@ Napi::Function CursorObject::Init(Napi::Env env) {
 
 CursorObject::CursorObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<CursorObject>(info) {}
 
-Napi::Object CursorObject::Create(Napi::Env env, SpaceObject* owner, Napi::Object owner_js,
+Napi::Object CursorObject::Create(Napi::Env env, SpaceObject* owner, Napi::Value owner_handle,
                                   std::unique_ptr<Cursor> cursor) {
   AddonData* data = env.GetInstanceData<AddonData>();
   Napi::Object obj = data->cursor_ctor.New({});
   CursorObject* self = Napi::ObjectWrap<CursorObject>::Unwrap(obj);
   self->owner_ = owner;
-  self->owner_ref_ = Napi::Persistent(owner_js);
+  self->owner_ref_ = Napi::Persistent(owner_handle);
   self->cursor_ = std::move(cursor);
   return obj;
 }
 
-CursorObject* CursorObject::FromArg(const Napi::CallbackInfo& info, size_t i, SpaceObject* owner) {
+CursorObject* CursorObject::FromArg(const Args& info, size_t i, SpaceObject* owner) {
   AddonData* data = info.Env().GetInstanceData<AddonData>();
   if (i >= info.Length() || !info[i].IsObject() ||
       !info[i].As<Napi::Object>().InstanceOf(data->cursor_ctor.Value()))
@@ -43,7 +43,8 @@ Cursor& CursorObject::cursor() {
   return *cursor_;
 }
 
-Napi::Value CursorObject::Next(const Napi::CallbackInfo& info) {
+Napi::Value CursorObject::Next(const Napi::CallbackInfo& cb) {
+  const Args info(cb, 0);
   return guard(info.Env(), [&]() -> Napi::Value {
     Cursor& c = cursor();
     Tuple* t = c.next();

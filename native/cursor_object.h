@@ -1,7 +1,7 @@
 // CursorObject: the JavaScript handle of one Cursor (class `CursorHandle` in the binding).
 //
-// Created by SpaceHandle.cursor(). Ownership: it owns its Cursor and holds a strong reference
-// to the SpaceObject it came from, so the space (and the Index the cursor points into) cannot be
+// Created by the space's cursor(). Ownership: it owns its Cursor and holds a strong reference
+// to the handle of the SpaceObject it came from, so the space (and the Index the cursor points into) cannot be
 // collected first; every call checks that the space was not dropped. It also keeps the cursor
 // state saved at the start of the running expiration chunk, restored when the chunk rolls back.
 #pragma once
@@ -14,14 +14,15 @@
 
 namespace ce {
 
+class Args;
 class SpaceObject;
 
 class CursorObject : public Napi::ObjectWrap<CursorObject> {
  public:
   static Napi::Function Init(Napi::Env env);
   explicit CursorObject(const Napi::CallbackInfo& info);
-  static Napi::Object Create(Napi::Env env, SpaceObject* owner, Napi::Object owner_js, std::unique_ptr<Cursor> cursor);
-  static CursorObject* FromArg(const Napi::CallbackInfo& info, size_t i, SpaceObject* owner);
+  static Napi::Object Create(Napi::Env env, SpaceObject* owner, Napi::Value owner_handle, std::unique_ptr<Cursor> cursor);
+  static CursorObject* FromArg(const Args& info, size_t i, SpaceObject* owner);
 
   Cursor& cursor();  // throws ER_SPACE_DROPPED
   Cursor::Saved& saved() { return saved_; }
@@ -32,7 +33,7 @@ class CursorObject : public Napi::ObjectWrap<CursorObject> {
   Napi::Value Restore(const Napi::CallbackInfo& info);
 
   SpaceObject* owner_ = nullptr;
-  Napi::ObjectReference owner_ref_;
+  Napi::Reference<Napi::Value> owner_ref_;  // strong: keeps the space alive
   std::unique_ptr<Cursor> cursor_;
   Cursor::Saved saved_{};
 };

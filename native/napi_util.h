@@ -13,16 +13,34 @@
 
 #include <cmath>
 #include <string>
+#include <unordered_set>
 
 #include "errors.h"
 #include "tuple.h"
 
 namespace ce {
 
+class SpaceObject;
+
+// Per-environment (per worker thread) state of the addon.
 struct AddonData {
-  Napi::FunctionReference space_ctor;
   Napi::FunctionReference cursor_ctor;
   Napi::FunctionReference error_ctor;
+  // The live spaces: a handle from JavaScript is trusted only if it is one of these.
+  std::unordered_set<SpaceObject*> spaces;
+};
+
+// The arguments of a call, minus the first `skip` (the space handle of module-level functions).
+class Args {
+ public:
+  Args(const Napi::CallbackInfo& info, size_t skip) : info_(info), skip_(skip) {}
+  Napi::Env Env() const { return info_.Env(); }
+  size_t Length() const { return info_.Length() > skip_ ? info_.Length() - skip_ : 0; }
+  Napi::Value operator[](size_t i) const { return info_[i + skip_]; }
+
+ private:
+  const Napi::CallbackInfo& info_;
+  size_t skip_;
 };
 
 inline void throw_js(Napi::Env env, const char* code, const std::string& message) {
@@ -61,7 +79,7 @@ struct Bytes {
 };
 
 // One N-API call checks the type and reads the bytes (it fails, without throwing, on a non-Buffer).
-inline bool buffer_info(const Napi::CallbackInfo& info, size_t i, Bytes* out) {
+inline bool buffer_info(const Args& info, size_t i, Bytes* out) {
   if (i >= info.Length()) return false;
   void* data = nullptr;
   size_t size = 0;
@@ -70,43 +88,43 @@ inline bool buffer_info(const Napi::CallbackInfo& info, size_t i, Bytes* out) {
   return true;
 }
 
-inline Bytes arg_bytes(const Napi::CallbackInfo& info, size_t i, const char* what) {
+inline Bytes arg_bytes(const Args& info, size_t i, const char* what) {
   Bytes b;
   if (!buffer_info(info, i, &b)) throw bad_arg(what, "a Buffer");
   return b;
 }
 
-inline double arg_number(const Napi::CallbackInfo& info, size_t i, const char* what) {
+inline double arg_number(const Args& info, size_t i, const char* what) {
   if (i >= info.Length() || !info[i].IsNumber()) throw bad_arg(what, "a number");
   return info[i].As<Napi::Number>().DoubleValue();
 }
 
-inline uint32_t arg_u32(const Napi::CallbackInfo& info, size_t i, const char* what) {
+inline uint32_t arg_u32(const Args& info, size_t i, const char* what) {
   const double d = arg_number(info, i, what);
   if (!(d >= 0 && d <= 4294967295.0) || std::trunc(d) != d) throw bad_arg(what, "an integer in [0, 2^32)");
   return uint32_t(d);
 }
 
 // A count that may be Infinity (limits): saturates at UINT64 range.
-inline uint64_t arg_count(const Napi::CallbackInfo& info, size_t i, const char* what) {
+inline uint64_t arg_count(const Args& info, size_t i, const char* what) {
   const double d = arg_number(info, i, what);
   if (std::isnan(d) || d < 0 || (std::isfinite(d) && std::trunc(d) != d))
     throw bad_arg(what, "a non-negative integer or Infinity");
   return d >= 1.8e19 ? UINT64_MAX : uint64_t(d);
 }
 
-inline bool arg_bool(const Napi::CallbackInfo& info, size_t i, const char* what) {
+inline bool arg_bool(const Args& info, size_t i, const char* what) {
   if (i >= info.Length() || !info[i].IsBoolean()) throw bad_arg(what, "a boolean");
   return info[i].As<Napi::Boolean>().Value();
 }
 
-inline std::string arg_string(const Napi::CallbackInfo& info, size_t i, const char* what) {
+inline std::string arg_string(const Args& info, size_t i, const char* what) {
   if (i >= info.Length() || !info[i].IsString()) throw bad_arg(what, "a string");
   return info[i].As<Napi::String>().Utf8Value();
 }
 
 // Writes bytes into the scratch Buffer at info[i] when they fit; returns the count, else a copy.
-inline Napi::Value emit(const Napi::CallbackInfo& info, size_t i, const uint8_t* data, size_t size) {
+inline Napi::Value emit(const Args& info, size_t i, const uint8_t* data, size_t size) {
   Napi::Env env = info.Env();
   Bytes scratch;
   if (buffer_info(info, i, &scratch) && size <= scratch.size) {
@@ -116,11 +134,11 @@ inline Napi::Value emit(const Napi::CallbackInfo& info, size_t i, const uint8_t*
   return Napi::Buffer<uint8_t>::Copy(env, data, size);
 }
 
-inline Napi::Value emit(const Napi::CallbackInfo& info, size_t i, const std::string& bytes) {
+inline Napi::Value emit(const Args& info, size_t i, const std::string& bytes) {
   return emit(info, i, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
-inline Napi::Value emit_tuple(const Napi::CallbackInfo& info, size_t i, const Tuple* t) {
+inline Napi::Value emit_tuple(const Args& info, size_t i, const Tuple* t) {
   if (t == nullptr) return info.Env().Null();
   return emit(info, i, t->data(), t->size);
 }

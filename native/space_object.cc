@@ -18,38 +18,45 @@ struct KeyArg {
   size_t size = 0;
 };
 
-KeyArg arg_key(const Napi::CallbackInfo& info, size_t i) {
+KeyArg arg_key(const Args& info, size_t i) {
   KeyArg k;
-  const Napi::Value v = i < info.Length() ? info[i] : info.Env().Undefined();
-  Bytes packed;
-  if (v.IsNumber() || v.IsString()) {
-    // the common scalar keys: skip the Buffer probe
-  } else if (buffer_info(info, i, &packed)) {
-    k.data = packed.data;
-    k.size = packed.size;
-    return k;
-  }
-  if (v.IsUndefined() || v.IsNull()) {
-    k.owned.push_back(char(0x90));
-  } else if (v.IsNumber()) {
-    mp::write_array_header(&k.owned, 1);
-    mp::write_double(&k.owned, v.As<Napi::Number>().DoubleValue());
-  } else if (v.IsString()) {
-    const std::string s = v.As<Napi::String>().Utf8Value();
-    mp::write_array_header(&k.owned, 1);
-    mp::write_str(&k.owned, s.data(), s.size());
-  } else if (v.IsBoolean()) {
-    mp::write_array_header(&k.owned, 1);
-    mp::write_bool(&k.owned, v.As<Napi::Boolean>().Value());
-  } else {
-    throw DbError(err::kKeyType, "Key must be a number, string, boolean, array of parts, or undefined");
+  const Napi::Value v = info[i];
+  napi_valuetype type = napi_undefined;
+  if (napi_typeof(info.Env(), v, &type) != napi_ok) throw bad_arg("key", "a value");
+  switch (type) {
+    case napi_undefined:
+    case napi_null:
+      k.owned.push_back(char(0x90));
+      break;
+    case napi_number:
+      mp::write_array_header(&k.owned, 1);
+      mp::write_double(&k.owned, v.As<Napi::Number>().DoubleValue());
+      break;
+    case napi_boolean:
+      mp::write_array_header(&k.owned, 1);
+      mp::write_bool(&k.owned, v.As<Napi::Boolean>().Value());
+      break;
+    case napi_string: {
+      const std::string s = v.As<Napi::String>().Utf8Value();
+      mp::write_array_header(&k.owned, 1);
+      mp::write_str(&k.owned, s.data(), s.size());
+      break;
+    }
+    default: {
+      Bytes packed;
+      if (!buffer_info(info, i, &packed))
+        throw DbError(err::kKeyType, "Key must be a number, string, boolean, array of parts, or undefined");
+      k.data = packed.data;
+      k.size = packed.size;
+      return k;
+    }
   }
   k.data = reinterpret_cast<const uint8_t*>(k.owned.data());
   k.size = k.owned.size();
   return k;
 }
 
-IterType arg_iter(const Napi::CallbackInfo& info, size_t i) {
+IterType arg_iter(const Args& info, size_t i) {
   const uint32_t v = arg_u32(info, i, "iterator");
   if (v > uint32_t(IterType::kLt)) throw DbError(err::kIteratorType, "Unknown iterator type #" + std::to_string(v));
   return IterType(v);
@@ -79,7 +86,7 @@ std::unique_ptr<Cursor> make_cursor(Space& space, Index& index, const KeyArg& ke
   return std::make_unique<Cursor>(&index, type, std::string(reinterpret_cast<const char*>(key.data), key.size), parts);
 }
 
-void write_out(const Napi::CallbackInfo& info, size_t i, std::initializer_list<double> values) {
+void write_out(const Args& info, size_t i, std::initializer_list<double> values) {
   if (i >= info.Length() || !info[i].IsTypedArray() ||
       info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array ||
       info[i].As<Napi::Float64Array>().ElementLength() < values.size())
@@ -91,49 +98,75 @@ void write_out(const Napi::CallbackInfo& info, size_t i, std::initializer_list<d
 
 }  // namespace
 
-Napi::Function SpaceObject::Init(Napi::Env env) {
-  return DefineClass(env, "SpaceHandle",
-                     {
-                         InstanceMethod<&SpaceObject::CreateIndex>("createIndex"),
-                         InstanceMethod<&SpaceObject::Insert>("insert"),
-                         InstanceMethod<&SpaceObject::InsertMany>("insertMany"),
-                         InstanceMethod<&SpaceObject::Get>("get"),
-                         InstanceMethod<&SpaceObject::Delete>("delete"),
-                         InstanceMethod<&SpaceObject::Select>("select"),
-                         InstanceMethod<&SpaceObject::Count>("count"),
-                         InstanceMethod<&SpaceObject::MinMax>("minmax"),
-                         InstanceMethod<&SpaceObject::Len>("len"),
-                         InstanceMethod<&SpaceObject::Memory>("memory"),
-                         InstanceMethod<&SpaceObject::Truncate>("truncate"),
-                         InstanceMethod<&SpaceObject::Drop>("drop"),
-                         InstanceMethod<&SpaceObject::Begin>("begin"),
-                         InstanceMethod<&SpaceObject::Commit>("commit"),
-                         InstanceMethod<&SpaceObject::Rollback>("rollback"),
-                         InstanceMethod<&SpaceObject::NewCursor>("cursor"),
-                         InstanceMethod<&SpaceObject::ExpireChunk>("expireChunk"),
-                         InstanceMethod<&SpaceObject::RollbackChunk>("rollbackChunk"),
-                         InstanceMethod<&SpaceObject::ScanChunk>("scanChunk"),
-                         InstanceMethod<&SpaceObject::DeleteVisited>("deleteVisited"),
-                         InstanceMethod<&SpaceObject::CheckIntegrity>("checkIntegrity"),
-                     });
-}
-
-SpaceObject::SpaceObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SpaceObject>(info) {
-  guard(info.Env(), [&]() -> Napi::Value {
-    name_ = arg_string(info, 0, "name");
-    const uint32_t max = arg_u32(info, 1, "maxTupleSize");
-    if (max == 0) throw bad_arg("maxTupleSize", "positive");
-    space_ = std::make_unique<Space>(name_, max);
-    return info.Env().Undefined();
+template <Napi::Value (SpaceObject::*Method)(const Args&)>
+Napi::Value SpaceObject::Call(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    AddonData* data = info.Env().GetInstanceData<AddonData>();
+    void* ptr = nullptr;
+    if (info.Length() < 1 || napi_get_value_external(info.Env(), info[0], &ptr) != napi_ok ||
+        data->spaces.count(static_cast<SpaceObject*>(ptr)) == 0)
+      throw bad_arg("space", "a space handle made by createSpace()");
+    return (static_cast<SpaceObject*>(ptr)->*Method)(Args(info, 1));
   });
 }
+
+void SpaceObject::Register(Napi::Env env, Napi::Object exports) {
+  exports.Set("createSpace", Napi::Function::New<CreateSpace>(env, "createSpace"));
+  Napi::Object methods = Napi::Object::New(env);
+  methods.Set("createIndex", Napi::Function::New<Call<&SpaceObject::CreateIndex>>(env, "createIndex"));
+  methods.Set("insert", Napi::Function::New<Call<&SpaceObject::Insert>>(env, "insert"));
+  methods.Set("insertMany", Napi::Function::New<Call<&SpaceObject::InsertMany>>(env, "insertMany"));
+  methods.Set("get", Napi::Function::New<Call<&SpaceObject::Get>>(env, "get"));
+  methods.Set("delete", Napi::Function::New<Call<&SpaceObject::Delete>>(env, "delete"));
+  methods.Set("select", Napi::Function::New<Call<&SpaceObject::Select>>(env, "select"));
+  methods.Set("count", Napi::Function::New<Call<&SpaceObject::Count>>(env, "count"));
+  methods.Set("minmax", Napi::Function::New<Call<&SpaceObject::MinMax>>(env, "minmax"));
+  methods.Set("len", Napi::Function::New<Call<&SpaceObject::Len>>(env, "len"));
+  methods.Set("memory", Napi::Function::New<Call<&SpaceObject::Memory>>(env, "memory"));
+  methods.Set("truncate", Napi::Function::New<Call<&SpaceObject::Truncate>>(env, "truncate"));
+  methods.Set("drop", Napi::Function::New<Call<&SpaceObject::Drop>>(env, "drop"));
+  methods.Set("begin", Napi::Function::New<Call<&SpaceObject::Begin>>(env, "begin"));
+  methods.Set("commit", Napi::Function::New<Call<&SpaceObject::Commit>>(env, "commit"));
+  methods.Set("rollback", Napi::Function::New<Call<&SpaceObject::Rollback>>(env, "rollback"));
+  methods.Set("cursor", Napi::Function::New<Call<&SpaceObject::NewCursor>>(env, "cursor"));
+  methods.Set("expireChunk", Napi::Function::New<Call<&SpaceObject::ExpireChunk>>(env, "expireChunk"));
+  methods.Set("rollbackChunk", Napi::Function::New<Call<&SpaceObject::RollbackChunk>>(env, "rollbackChunk"));
+  methods.Set("scanChunk", Napi::Function::New<Call<&SpaceObject::ScanChunk>>(env, "scanChunk"));
+  methods.Set("deleteVisited", Napi::Function::New<Call<&SpaceObject::DeleteVisited>>(env, "deleteVisited"));
+  methods.Set("checkIntegrity", Napi::Function::New<Call<&SpaceObject::CheckIntegrity>>(env, "checkIntegrity"));
+  exports.Set("space", methods);
+}
+
+// createSpace(name, maxTupleSize): a new space's handle.
+Napi::Value SpaceObject::CreateSpace(const Napi::CallbackInfo& cb) {
+  const Args info(cb, 0);
+  return guard(info.Env(), [&]() -> Napi::Value {
+    const std::string name = arg_string(info, 0, "name");
+    const uint32_t max = arg_u32(info, 1, "maxTupleSize");
+    if (max == 0) throw bad_arg("maxTupleSize", "positive");
+    AddonData* data = info.Env().GetInstanceData<AddonData>();
+    auto self = std::make_unique<SpaceObject>(name, max);
+    data->spaces.reserve(data->spaces.size() + 1);
+    Napi::External<SpaceObject> ext = Napi::External<SpaceObject>::New(
+        info.Env(), self.get(), [](Napi::Env env, SpaceObject* dead) {
+          if (AddonData* d = env.GetInstanceData<AddonData>()) d->spaces.erase(dead);
+          delete dead;
+        });
+    self->handle_ = Napi::Weak(Napi::Value(ext));
+    data->spaces.insert(self.release());
+    return ext;
+  });
+}
+
+SpaceObject::SpaceObject(std::string name, uint32_t max_tuple_size)
+    : space_(std::make_unique<Space>(name, max_tuple_size)), name_(std::move(name)) {}
 
 Space& SpaceObject::space() {
   if (!space_) throw DbError(err::kSpaceDropped, "Space '" + name_ + "' was dropped");
   return *space_;
 }
 
-Napi::Value SpaceObject::CreateIndex(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::CreateIndex(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     const std::string name = arg_string(info, 0, "name");
@@ -162,7 +195,7 @@ Napi::Value SpaceObject::CreateIndex(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value SpaceObject::Insert(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::Insert(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     const Bytes b = arg_bytes(info, 0, "tuple");
@@ -171,7 +204,7 @@ Napi::Value SpaceObject::Insert(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value SpaceObject::InsertMany(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::InsertMany(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     const Bytes b = arg_bytes(info, 0, "tuples");
@@ -179,7 +212,7 @@ Napi::Value SpaceObject::InsertMany(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value SpaceObject::Get(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::Get(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     Index& index = s.index(arg_u32(info, 0, "index"));
@@ -196,7 +229,7 @@ Napi::Value SpaceObject::Get(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value SpaceObject::Delete(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::Delete(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     Index& pk = s.primary();
@@ -213,7 +246,7 @@ Napi::Value SpaceObject::Delete(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value SpaceObject::Select(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::Select(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     Index& index = s.index(arg_u32(info, 0, "index"));
@@ -237,7 +270,7 @@ Napi::Value SpaceObject::Select(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value SpaceObject::Count(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::Count(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     Index& index = s.index(arg_u32(info, 0, "index"));
@@ -251,7 +284,7 @@ Napi::Value SpaceObject::Count(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value SpaceObject::MinMax(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::MinMax(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     Index& index = s.index(arg_u32(info, 0, "index"));
@@ -264,7 +297,7 @@ Napi::Value SpaceObject::MinMax(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value SpaceObject::Len(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::Len(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     if (info.Length() > 0 && !info[0].IsUndefined())
@@ -273,7 +306,7 @@ Napi::Value SpaceObject::Len(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value SpaceObject::Memory(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::Memory(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     Napi::Array a = Napi::Array::New(info.Env(), 2);
@@ -283,52 +316,52 @@ Napi::Value SpaceObject::Memory(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value SpaceObject::Truncate(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::Truncate(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     space().truncate();
     return info.Env().Undefined();
   });
 }
 
-Napi::Value SpaceObject::Drop(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::Drop(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     space_.reset();
     return info.Env().Undefined();
   });
 }
 
-Napi::Value SpaceObject::Begin(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::Begin(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value { return Napi::Number::New(info.Env(), double(space().begin())); });
 }
 
-Napi::Value SpaceObject::Commit(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::Commit(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     space().commit(size_t(arg_count(info, 0, "savepoint")));
     return info.Env().Undefined();
   });
 }
 
-Napi::Value SpaceObject::Rollback(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::Rollback(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     space().rollback(size_t(arg_count(info, 0, "savepoint")));
     return info.Env().Undefined();
   });
 }
 
-Napi::Value SpaceObject::NewCursor(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::NewCursor(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     Index& index = s.index(arg_u32(info, 0, "index"));
     const KeyArg key = arg_key(info, 1);
     const IterType type = arg_iter(info, 2);
-    return CursorObject::Create(info.Env(), this, Value(), make_cursor(s, index, key, type));
+    return CursorObject::Create(info.Env(), this, handle(), make_cursor(s, index, key, type));
   });
 }
 
 // expireChunk(cursor, fieldno, scanSize, now, earlyBreak, mode, out, scratch)
 // mode 0: commit, return nothing; 1: commit, return the deleted tuples; 2: leave the
 // transaction open (out[4] is its savepoint) and return the deleted tuples, for onExpired.
-Napi::Value SpaceObject::ExpireChunk(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::ExpireChunk(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     CursorObject* co = CursorObject::FromArg(info, 0, this);
@@ -362,7 +395,7 @@ Napi::Value SpaceObject::ExpireChunk(const Napi::CallbackInfo& info) {
 }
 
 // rollbackChunk(cursor, savepoint): undoes a chunk left open by mode 2 and puts the cursor back.
-Napi::Value SpaceObject::RollbackChunk(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::RollbackChunk(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     CursorObject* co = CursorObject::FromArg(info, 0, this);
@@ -375,7 +408,7 @@ Napi::Value SpaceObject::RollbackChunk(const Napi::CallbackInfo& info) {
 }
 
 // scanChunk(cursor, scanSize, out, scratch): the visited tuples, for a JavaScript predicate.
-Napi::Value SpaceObject::ScanChunk(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::ScanChunk(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     space();
     CursorObject* co = CursorObject::FromArg(info, 0, this);
@@ -393,7 +426,7 @@ Napi::Value SpaceObject::ScanChunk(const Napi::CallbackInfo& info) {
 
 // deleteVisited(cursor, positions, keepOpen, out, scratch): deletes visited tuples by position
 // in one transaction; committed unless keepOpen (then out[4] is the savepoint).
-Napi::Value SpaceObject::DeleteVisited(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::DeleteVisited(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     CursorObject* co = CursorObject::FromArg(info, 0, this);
@@ -420,7 +453,7 @@ Napi::Value SpaceObject::DeleteVisited(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value SpaceObject::CheckIntegrity(const Napi::CallbackInfo& info) {
+Napi::Value SpaceObject::CheckIntegrity(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value { return Napi::String::New(info.Env(), space().check_integrity()); });
 }
 

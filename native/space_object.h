@@ -1,9 +1,14 @@
-// SpaceObject: the JavaScript handle of one Space (class `SpaceHandle` in the binding).
+// SpaceObject: what a JavaScript space handle points to.
+//
+// The handle is an External (createSpace() makes it) passed as the first argument of module-level
+// functions, one per method; an ObjectWrap would cost a private-property look-up (napi_unwrap,
+// about 800 instructions) on every call. A handle is trusted only if it is in the environment's
+// registry of live spaces (AddonData::spaces), so a foreign External is refused, not followed.
 //
 // Ownership: it owns the Space through a unique_ptr. drop() frees it at once; otherwise the
-// handle's finalizer does when the handle is garbage-collected, or when its environment (a
+// External's finalizer does when the handle is garbage-collected, or when its environment (a
 // worker thread) shuts down. After drop() every method throws ER_SPACE_DROPPED. Cursor handles
-// keep a reference to their SpaceObject, so a space outlives the cursors created from it.
+// keep a reference to the External, so a space outlives the cursors created from it.
 #pragma once
 
 #include <napi.h>
@@ -15,40 +20,48 @@
 
 namespace ce {
 
-class CursorObject;
+class Args;
 
-class SpaceObject : public Napi::ObjectWrap<SpaceObject> {
+class SpaceObject {
  public:
-  static Napi::Function Init(Napi::Env env);
-  explicit SpaceObject(const Napi::CallbackInfo& info);
+  // Adds createSpace() and the methods (as functions of the handle) to the exports.
+  static void Register(Napi::Env env, Napi::Object exports);
+  SpaceObject(std::string name, uint32_t max_tuple_size);
 
   Space& space();  // throws ER_SPACE_DROPPED
 
+  Napi::Value handle() const { return handle_.Value(); }
+
  private:
-  Napi::Value CreateIndex(const Napi::CallbackInfo& info);
-  Napi::Value Insert(const Napi::CallbackInfo& info);
-  Napi::Value InsertMany(const Napi::CallbackInfo& info);
-  Napi::Value Get(const Napi::CallbackInfo& info);
-  Napi::Value Delete(const Napi::CallbackInfo& info);
-  Napi::Value Select(const Napi::CallbackInfo& info);
-  Napi::Value Count(const Napi::CallbackInfo& info);
-  Napi::Value MinMax(const Napi::CallbackInfo& info);
-  Napi::Value Len(const Napi::CallbackInfo& info);
-  Napi::Value Memory(const Napi::CallbackInfo& info);
-  Napi::Value Truncate(const Napi::CallbackInfo& info);
-  Napi::Value Drop(const Napi::CallbackInfo& info);
-  Napi::Value Begin(const Napi::CallbackInfo& info);
-  Napi::Value Commit(const Napi::CallbackInfo& info);
-  Napi::Value Rollback(const Napi::CallbackInfo& info);
-  Napi::Value NewCursor(const Napi::CallbackInfo& info);
-  Napi::Value ExpireChunk(const Napi::CallbackInfo& info);
-  Napi::Value RollbackChunk(const Napi::CallbackInfo& info);
-  Napi::Value ScanChunk(const Napi::CallbackInfo& info);
-  Napi::Value DeleteVisited(const Napi::CallbackInfo& info);
-  Napi::Value CheckIntegrity(const Napi::CallbackInfo& info);
+  static Napi::Value CreateSpace(const Napi::CallbackInfo& info);
+  template <Napi::Value (SpaceObject::*Method)(const Args&)>
+  static Napi::Value Call(const Napi::CallbackInfo& info);
+
+  Napi::Value CreateIndex(const Args& info);
+  Napi::Value Insert(const Args& info);
+  Napi::Value InsertMany(const Args& info);
+  Napi::Value Get(const Args& info);
+  Napi::Value Delete(const Args& info);
+  Napi::Value Select(const Args& info);
+  Napi::Value Count(const Args& info);
+  Napi::Value MinMax(const Args& info);
+  Napi::Value Len(const Args& info);
+  Napi::Value Memory(const Args& info);
+  Napi::Value Truncate(const Args& info);
+  Napi::Value Drop(const Args& info);
+  Napi::Value Begin(const Args& info);
+  Napi::Value Commit(const Args& info);
+  Napi::Value Rollback(const Args& info);
+  Napi::Value NewCursor(const Args& info);
+  Napi::Value ExpireChunk(const Args& info);
+  Napi::Value RollbackChunk(const Args& info);
+  Napi::Value ScanChunk(const Args& info);
+  Napi::Value DeleteVisited(const Args& info);
+  Napi::Value CheckIntegrity(const Args& info);
 
   std::unique_ptr<Space> space_;
   std::string name_;
+  Napi::Reference<Napi::Value> handle_;  // weak: the External that points here
 };
 
 }  // namespace ce

@@ -40,8 +40,14 @@ export interface NativeSpace {
   checkIntegrity(): string;
 }
 
+type SpaceFunctions = {
+  [K in keyof NativeSpace]: (handle: unknown, ...args: Parameters<NativeSpace[K]>) => ReturnType<NativeSpace[K]>;
+};
+
 interface Addon {
-  SpaceHandle: new (name: string, maxTupleSize: number) => NativeSpace;
+  /** A new space's handle: an External, passed first to each of `space`'s functions. */
+  createSpace(name: string, maxTupleSize: number): unknown;
+  space: SpaceFunctions;
   CursorHandle: new () => NativeCursor;
   setErrorClass(ctor: new (message: string, code: string) => Error): void;
 }
@@ -57,3 +63,84 @@ function load(): Addon {
 export const native: Addon = load();
 
 export const enum Iter { EQ, REQ, ALL, GE, GT, LE, LT }
+
+const fns = native.space;
+
+/** The methods of one native space, over its handle. */
+class SpaceHandle implements NativeSpace {
+  private readonly h: unknown;
+
+  constructor(name: string, maxTupleSize: number) {
+    this.h = native.createSpace(name, maxTupleSize);
+  }
+
+  createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number {
+    return fns.createIndex(this.h, name, type, unique, fields, types);
+  }
+  insert(tuple: Buffer, replace: boolean): void {
+    fns.insert(this.h, tuple, replace);
+  }
+  insertMany(tuples: Buffer): number {
+    return fns.insertMany(this.h, tuples);
+  }
+  get(index: number, key: NativeKey, scratch: Buffer): NativeResult {
+    return fns.get(this.h, index, key, scratch);
+  }
+  delete(key: NativeKey, scratch: Buffer): NativeResult {
+    return fns.delete(this.h, key, scratch);
+  }
+  select(index: number, key: NativeKey, iterator: number, limit: number, offset: number, scratch: Buffer): number | Buffer {
+    return fns.select(this.h, index, key, iterator, limit, offset, scratch);
+  }
+  count(index: number, key: NativeKey, iterator: number): number {
+    return fns.count(this.h, index, key, iterator);
+  }
+  minmax(index: number, key: NativeKey, max: boolean, scratch: Buffer): NativeResult {
+    return fns.minmax(this.h, index, key, max, scratch);
+  }
+  len(index?: number): number {
+    return fns.len(this.h, index);
+  }
+  memory(): [number, number] {
+    return fns.memory(this.h);
+  }
+  truncate(): void {
+    fns.truncate(this.h);
+  }
+  drop(): void {
+    fns.drop(this.h);
+  }
+  begin(): number {
+    return fns.begin(this.h);
+  }
+  commit(savepoint: number): void {
+    fns.commit(this.h, savepoint);
+  }
+  rollback(savepoint: number): void {
+    fns.rollback(this.h, savepoint);
+  }
+  cursor(index: number, key: NativeKey, iterator: number): NativeCursor {
+    return fns.cursor(this.h, index, key, iterator);
+  }
+  expireChunk(cursor: NativeCursor, fieldno: number, scanSize: number, now: number, earlyBreak: boolean,
+    mode: 0 | 1 | 2, out: Float64Array, scratch: Buffer): number | Buffer | undefined {
+    return fns.expireChunk(this.h, cursor, fieldno, scanSize, now, earlyBreak, mode, out, scratch);
+  }
+  rollbackChunk(cursor: NativeCursor, savepoint: number): void {
+    fns.rollbackChunk(this.h, cursor, savepoint);
+  }
+  scanChunk(cursor: NativeCursor, scanSize: number, out: Float64Array, scratch: Buffer): number | Buffer {
+    return fns.scanChunk(this.h, cursor, scanSize, out, scratch);
+  }
+  deleteVisited(cursor: NativeCursor, positions: Uint32Array, keepOpen: boolean, out: Float64Array,
+    scratch: Buffer): number | Buffer {
+    return fns.deleteVisited(this.h, cursor, positions, keepOpen, out, scratch);
+  }
+  checkIntegrity(): string {
+    return fns.checkIntegrity(this.h);
+  }
+}
+
+export function createSpaceHandle(name: string, maxTupleSize: number): NativeSpace {
+  return new SpaceHandle(name, maxTupleSize);
+}

@@ -19,9 +19,29 @@ export function scratchBuffer(): Buffer {
   return scratch;
 }
 
+// A string with a lone surrogate has no UTF-8 form: msgpackr would write invalid bytes for a
+// short one (which the addon refuses) and silently substitute U+FFFD in a long one. Both are
+// refused here, so data never changes on its way in.
+function wellFormed(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return (value as unknown as { isWellFormed(): boolean }).isWellFormed();
+  if (value === null || typeof value !== 'object' || depth > 64) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!wellFormed(value[i], depth + 1)) return false;
+    return true;
+  }
+  if (ArrayBuffer.isView(value) || value instanceof Date) return true;
+  for (const key in value as Record<string, unknown>) {
+    if (!wellFormed(key, depth + 1) || !wellFormed((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
+}
+
 // msgpackr throws plain errors for what MessagePack cannot hold (a BigInt beyond 64 bits, a
 // Symbol, a cyclic array); they become CappedErrors with a code.
 function encode(value: unknown, code: ErrorCode, what: string): Buffer {
+  if (!wellFormed(value, 0)) {
+    throw new CappedError(`${what} has a string with a lone surrogate, which has no UTF-8 form`, code);
+  }
   try {
     return packr.pack(value);
   } catch (error) {

@@ -3,7 +3,7 @@
 // Options and arguments are checked here; the addon checks again (it may be reached directly).
 // Tuples and keys are packed with msgpackr before they cross; results come back as MessagePack
 // bytes and are unpacked here (codec.ts).
-import { Iter, native, type NativeCursor, type NativeSpace } from './binding.js';
+import { createSpaceHandle, Iter, type NativeCursor, type NativeSpace } from './binding.js';
 import { decodeMany, decodeOne, pack, packKey, scratchBuffer, type Key, type Tuple } from './codec.js';
 import { CappedError, illegal } from './errors.js';
 import { checkCount, checkName, checkOptions, checkTuple, describe } from './validate.js';
@@ -181,7 +181,7 @@ export class Space {
     const o = checkOptions('new Space()', options, ['maxTupleSize']);
     const max = checkCount('new Space()', 'maxTupleSize', o.maxTupleSize, 1024 * 1024);
     if (max < 1 || max > 0xffffffff) throw illegal(`new Space(): maxTupleSize must be in [1, 2^32), got ${max}`);
-    this.handle = new native.SpaceHandle(name, max);
+    this.handle = createSpaceHandle(name, max);
   }
 
   get dropped(): boolean {
