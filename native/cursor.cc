@@ -12,7 +12,7 @@ Cursor::Cursor(Index* index, IterType type, std::string key, uint32_t key_parts)
     const uint8_t* p = reinterpret_cast<const uint8_t*>(key_.data());
     mp::read_array(&p);
     key_first_ = p;
-    key_hint_ = index_->key_def().hint_key(key_first_);
+    index_->cmp_def().hint_range(key_first_, key_parts_, &key_hint_lo_, &key_hint_hi_);
   }
   if (key_parts_ == 0 && (type_ == IterType::kEq || type_ == IterType::kGe || type_ == IterType::kGt))
     type_ = IterType::kAll;
@@ -115,7 +115,8 @@ Tuple* Cursor::next_tree() {
   const Tree& tree = index_->tree();
   const KeyDef& kd = index_->key_def();
   auto key_cmp = [&](const TreeElem& e) {
-    if (e.hint != key_hint_) return e.hint < key_hint_ ? -1 : 1;
+    if (e.hint < key_hint_lo_) return -1;
+    if (e.hint > key_hint_hi_) return 1;
     return kd.compare_with_key(e.tuple->data(), key_first_, key_parts_);
   };
   if (!started_) {

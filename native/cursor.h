@@ -72,7 +72,8 @@ class Cursor {
   std::string key_;
   const uint8_t* key_first_ = nullptr;
   uint32_t key_parts_;
-  uint64_t key_hint_ = 0;
+  uint64_t key_hint_lo_ = 0;  // every entry matching the key has a hint in [lo, hi]
+  uint64_t key_hint_hi_ = 0;
 
   bool started_ = false;
   bool done_ = false;

@@ -25,10 +25,12 @@ Tuple* Index::find_dup(const Tuple* t) const {
 
 Tuple* Index::get(const uint8_t* key) const {
   if (hash_) return hash_->find_key(key);
-  const uint64_t hint = key_def_.hint_key(key);
   const uint32_t n = key_def_.part_count();
+  uint64_t lo, hi;
+  cmp_def_.hint_range(key, n, &lo, &hi);
   auto it = tree_->lower_bound([&](const TreeElem& e) {
-    if (e.hint != hint) return e.hint < hint ? -1 : 1;
+    if (e.hint < lo) return -1;
+    if (e.hint > hi) return 1;
     return key_def_.compare_with_key(e.tuple->data(), key, n);
   });
   if (!tree_->valid(it)) return nullptr;

@@ -35,7 +35,7 @@ struct TreeCmp {
   int compare(const TreeElem& a, const TreeElem& b) const {
     if (a.hint != b.hint) return a.hint < b.hint ? -1 : 1;
     if (a.tuple == b.tuple) return 0;
-    return def->compare_from(a.tuple->data(), b.tuple->data(), def->hint_is_exact(a.hint) ? 1 : 0);
+    return def->compare_from(a.tuple->data(), b.tuple->data(), def->tie_start(a.hint));
   }
 };
 

@@ -173,8 +173,11 @@ std::string describe_value(const uint8_t* v) {
   return "extension";
 }
 
-KeyDef::KeyDef(std::string index_name, std::vector<KeyPart> parts)
-    : index_name_(std::move(index_name)), parts_(std::move(parts)) {}
+KeyDef::KeyDef(std::string index_name, std::vector<KeyPart> parts, bool composite_hint)
+    : index_name_(std::move(index_name)), parts_(std::move(parts)) {
+  auto numeric = [](FieldType t) { return t == FieldType::kUnsigned || t == FieldType::kInteger || t == FieldType::kNumber; };
+  composite_ = composite_hint && parts_.size() == 2 && numeric(parts_[0].type) && numeric(parts_[1].type);
+}
 
 bool KeyDef::has_field(uint32_t fieldno) const {
   for (const KeyPart& p : parts_)
@@ -225,18 +228,6 @@ int KeyDef::compare_from(const uint8_t* a, const uint8_t* b, uint32_t start) con
   return 0;
 }
 
-bool KeyDef::hint_is_exact(uint64_t hint) const {
-  switch (parts_[0].type) {
-    case FieldType::kString: return false;
-    case FieldType::kBoolean: return true;
-    default: {
-      const uint64_t bits = (hint >> 63) ? hint & ~(1ULL << 63) : ~hint;
-      double d;
-      std::memcpy(&d, &bits, 8);
-      return std::fabs(d) < 9007199254740992.0;
-    }
-  }
-}
 
 int KeyDef::compare_with_key(const uint8_t* tuple, const uint8_t* key, uint32_t n) const {
   for (uint32_t i = 0; i < n; i++) {
@@ -248,11 +239,69 @@ int KeyDef::compare_with_key(const uint8_t* tuple, const uint8_t* key, uint32_t 
   return 0;
 }
 
-uint64_t KeyDef::hint(const uint8_t* tuple) const {
-  return hint_value(parts_[0].type, mp::field(tuple, parts_[0].fieldno));
+namespace {
+
+constexpr uint64_t kRegionLow = 0, kRegionMid = 1ULL << 62, kRegionHigh = 2ULL << 62;
+constexpr uint64_t kLowBits = 21, kLowMax = (1ULL << kLowBits) - 1;
+constexpr double kMidLimit = 2199023255552.0;  // 2^41
+
+// The composite hint without its low bits, and whether the first part is an integer in the
+// middle region (only then do the low bits carry the second part).
+uint64_t composite_high(FieldType type, const uint8_t* first, bool* integral) {
+  mp::Num n{};
+  mp::read_num(first, &n);
+  const double d = mp::num_to_double(n);
+  *integral = false;
+  if (d < 0) return kRegionLow | (hint_value(type, first) >> 2);
+  if (d >= kMidLimit) return kRegionHigh | (hint_value(type, first) >> 2);
+  *integral = mp::num_is_integral(n);
+  return kRegionMid | (uint64_t(d) << kLowBits);  // d < 2^41: exact floor for any encoding
 }
 
-uint64_t KeyDef::hint_key(const uint8_t* key) const { return hint_value(parts_[0].type, key); }
+}  // namespace
+
+uint64_t KeyDef::hint(const uint8_t* tuple) const {
+  const uint8_t* first = mp::field(tuple, parts_[0].fieldno);
+  if (!composite_) return hint_value(parts_[0].type, first);
+  bool integral;
+  const uint64_t high = composite_high(parts_[0].type, first, &integral);
+  if ((high >> 62) != 1) return high;
+  if (!integral) return high | kLowMax;
+  return high | (hint_value(parts_[1].type, mp::field(tuple, parts_[1].fieldno)) >> (64 - kLowBits));
+}
+
+uint32_t KeyDef::tie_start(uint64_t hint) const {
+  if (composite_) return (hint >> 62) == 1 && (hint & kLowMax) != kLowMax ? 1 : 0;
+  switch (parts_[0].type) {
+    case FieldType::kString: return 0;
+    case FieldType::kBoolean: return 1;
+    default: {
+      const uint64_t bits = (hint >> 63) ? hint & ~(1ULL << 63) : ~hint;
+      double d;
+      std::memcpy(&d, &bits, 8);
+      return std::fabs(d) < 9007199254740992.0 ? 1 : 0;
+    }
+  }
+}
+
+void KeyDef::hint_range(const uint8_t* key, uint32_t n, uint64_t* lo, uint64_t* hi) const {
+  if (!composite_) {
+    *lo = *hi = hint_value(parts_[0].type, key);
+    return;
+  }
+  bool integral;
+  const uint64_t high = composite_high(parts_[0].type, key, &integral);
+  if ((high >> 62) != 1) {
+    *lo = *hi = high;
+  } else if (!integral) {
+    *lo = *hi = high | kLowMax;
+  } else if (n >= 2) {
+    *lo = *hi = high | (hint_value(parts_[1].type, mp::next(key)) >> (64 - kLowBits));
+  } else {
+    *lo = high;
+    *hi = high | kLowMax;
+  }
+}
 
 uint64_t KeyDef::hash(const uint8_t* tuple) const {
   uint64_t h = 0;

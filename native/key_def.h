@@ -7,10 +7,16 @@
 // Ordering: numbers by value (see mp::compare_num), strings bytewise (shorter first on a common
 // prefix), false before true. A key with fewer parts than the definition compares as a prefix.
 //
-// Hints: hint() maps the first part to 64 bits so that a < b implies hint(a) <= hint(b) and
-// a == b implies equal hints (numbers through double with -0 folded to 0, strings by their first
-// 8 bytes, booleans as 0/1). The B+tree stores the hint beside each tuple pointer and compares
-// hints first, so a search reads tuple bytes only when two first parts tie on their hint.
+// Hints: hint() maps a tuple's key to 64 bits so that a < b implies hint(a) <= hint(b) and
+// a == b implies equal hints. Usually only the first part counts (numbers through double with -0
+// folded to 0, strings by their first 8 bytes, booleans as 0/1). The B+tree stores the hint
+// beside each tuple pointer and compares hints first, so a search reads tuple bytes only on a
+// tie. A non-unique TTL index ties constantly (thousands of tuples share a second), so for two
+// numeric parts (a non-unique index on a number, ordered by a numeric primary key) the hint is
+// composite: 2 region bits, the first part's integer value in 41 bits (seconds, or milliseconds
+// until 2039), then the top 21 bits of the second part's order-preserving form. A non-integral
+// first part takes the largest low bits, and a value outside [0, 2^41) falls in a region of its
+// own without the second part: both keep the order, and a tie is broken by the tuples.
 //
 // Hashes: equal keys hash equally whatever their encoding (5 and 5.0 hash alike).
 #pragma once
@@ -33,7 +39,9 @@ struct KeyPart {
 
 class KeyDef {
  public:
-  KeyDef(std::string index_name, std::vector<KeyPart> parts);
+  // `composite_hint`: the index may use the two-part hint described above (only when it has
+  // exactly two numeric parts).
+  KeyDef(std::string index_name, std::vector<KeyPart> parts, bool composite_hint = false);
 
   const std::vector<KeyPart>& parts() const { return parts_; }
   uint32_t part_count() const { return uint32_t(parts_.size()); }
@@ -53,11 +61,14 @@ class KeyDef {
   int compare_with_key(const uint8_t* tuple, const uint8_t* key, uint32_t n) const;
 
   uint64_t hint(const uint8_t* tuple) const;
-  // True when two first parts with this same hint are certainly equal: booleans, and numbers
-  // whose double magnitude is below 2^53 (every integer there is exact, and a larger integer
-  // rounds to a double of magnitude >= 2^53). Strings share a hint on a common 8-byte prefix.
-  bool hint_is_exact(uint64_t hint) const;
-  uint64_t hint_key(const uint8_t* key) const;  // first part of a key with >= 1 part
+  // On a hint tie, the first part that may still differ: 1 when equal hints prove equal first
+  // parts (booleans; numbers whose double magnitude is below 2^53, where every integer is exact
+  // and a larger one rounds to a double of magnitude >= 2^53; composite hints of an integral
+  // first part), else 0 (strings share a hint on a common 8-byte prefix).
+  uint32_t tie_start(uint64_t hint) const;
+  // The hints of all entries whose key starts with this key (`key` is the first part of a checked
+  // key with n >= 1 parts): every such entry has lo <= hint <= hi.
+  void hint_range(const uint8_t* key, uint32_t n, uint64_t* lo, uint64_t* hi) const;
 
   uint64_t hash(const uint8_t* tuple) const;
   uint64_t hash_key(const uint8_t* key) const;  // a full key, first part
@@ -65,6 +76,7 @@ class KeyDef {
  private:
   std::string index_name_;
   std::vector<KeyPart> parts_;
+  bool composite_ = false;
 };
 
 // The bytes of one key part value, for error messages: "string", "unsigned", "NaN", ...

@@ -53,7 +53,8 @@ uint32_t Space::create_index(const std::string& name, IndexType type, bool uniqu
       if (!probe.has_field(p.fieldno)) cmp_parts.push_back(p);
   }
   const uint32_t id = uint32_t(indexes_.size());
-  auto idx = std::make_unique<Index>(id, name, type, unique, KeyDef(name, parts), KeyDef(name, cmp_parts));
+  auto idx = std::make_unique<Index>(id, name, type, unique, KeyDef(name, parts),
+                                     KeyDef(name, cmp_parts, /*composite_hint=*/!unique && type == IndexType::kTree));
   if (!indexes_.empty() && len() > 0) {
     const std::vector<Tuple*> tuples = all_tuples();
     for (Tuple* t : tuples) idx->key_def().check_tuple(t->data());

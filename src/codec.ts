@@ -68,7 +68,7 @@ function grow(size: number): void {
 
 export function decodeOne(result: NativeResult): Tuple | undefined {
   if (result === null) return undefined;
-  if (typeof result === 'number') return unpackr.unpack(scratch, { start: 0, end: result }) as Tuple;
+  if (typeof result === 'number') return unpackr.unpack(scratch, result) as Tuple;  // a number is the end offset
   grow(result.length);
   return unpackr.unpack(result) as Tuple;
 }

@@ -56,11 +56,15 @@ function iteratorOf(where: string, value: unknown): Iter | undefined {
   return ITERATORS[value.toUpperCase() as IteratorType];
 }
 
+function isScalar(v: unknown): boolean {
+  const t = typeof v;
+  return t === 'number' || t === 'string' || t === 'boolean' || t === 'bigint';
+}
+
 function checkKey(where: string, key: unknown): Key | undefined {
   if (key === undefined || key === null) return undefined;
-  const scalar = (v: unknown) => typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean' || typeof v === 'bigint';
-  if (scalar(key)) return key as Key;
-  if (Array.isArray(key) && key.every(scalar)) return key as Key;
+  if (isScalar(key)) return key as Key;
+  if (Array.isArray(key) && key.every(isScalar)) return key as Key;
   throw new CappedError(`${where}: a key is a number, string, boolean or an array of them, got ${describe(key)}`, 'ER_KEY_TYPE');
 }
 
