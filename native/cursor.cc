@@ -1,13 +1,24 @@
 #include "cursor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "msgpack.h"
 
 namespace ce {
 
-Cursor::Cursor(Index* index, IterType type, std::string key, uint32_t key_parts)
-    : index_(index), type_(type), key_(std::move(key)), key_parts_(key_parts) {
+namespace {
+
+void copy_tuple(const Tuple* t, std::vector<uint64_t>* out) {
+  const size_t bytes = sizeof(Tuple) + t->size;
+  out->assign((bytes + 7) / 8, 0);
+  std::memcpy(out->data(), t, bytes);
+}
+
+}  // namespace
+
+Cursor::Cursor(Index* index, IterType type, std::string key, uint32_t key_parts, bool bounded)
+    : index_(index), type_(type), key_(std::move(key)), key_parts_(key_parts), bounded_(bounded) {
   if (key_parts_ > 0) {
     const uint8_t* p = reinterpret_cast<const uint8_t*>(key_.data());
     mp::read_array(&p);
@@ -24,19 +35,21 @@ void Cursor::reset() {
   last_ = nullptr;
   last_copy_.clear();
   slot_ = 0;
+  bound_.clear();
+  slot_limit_ = SIZE_MAX;
+  wrap_pending_ = false;
 }
 
 void Cursor::detach() {
   if (!attached_) return;
   attached_ = false;
   if (last_ == nullptr) return;
-  const size_t bytes = sizeof(Tuple) + last_->size;
-  last_copy_.assign((bytes + 7) / 8, 0);
-  std::memcpy(last_copy_.data(), last_, bytes);
+  copy_tuple(last_, &last_copy_);
 }
 
 Cursor::Saved Cursor::save() const {
-  return Saved{started_, done_, attached_, pos_, version_, last_copy_, last_, slot_, generation_};
+  return Saved{started_, done_, attached_, pos_, version_, last_copy_, last_, slot_, generation_,
+               bound_, slot_limit_, wrap_pending_, cluster_start_, walk_capacity_};
 }
 
 void Cursor::restore(const Saved& s) {
@@ -49,6 +62,17 @@ void Cursor::restore(const Saved& s) {
   last_ = s.last;
   slot_ = s.slot;
   generation_ = s.generation;
+  bound_ = s.bound;
+  slot_limit_ = s.slot_limit;
+  wrap_pending_ = s.wrap_pending;
+  cluster_start_ = s.cluster_start;
+  walk_capacity_ = s.walk_capacity;
+}
+
+bool Cursor::past_bound(const TreeElem& e) const {
+  if (bound_.empty()) return false;
+  const TreeElem b{reinterpret_cast<Tuple*>(const_cast<uint64_t*>(bound_.data())), bound_hint_};
+  return TreeCmp{&index_->cmp_def()}.compare(e, b) > 0;
 }
 
 TreeElem Cursor::last_elem() const {
@@ -84,21 +108,22 @@ uint32_t Cursor::next_batch(Tuple** out, uint32_t n) {
     while (k < n) {
       Tree::Iterator p = pos_;
       tree.next(p);
-      if (!tree.valid(p)) break;
+      if (!tree.valid(p) || past_bound(tree.get(p))) break;
       pos_ = p;
       out[k] = tree.get(p).tuple;
       __builtin_prefetch(out[k++]);
     }
   } else if (type_ == IterType::kAll) {
     const HashTable& hash = index_->hash();
-    const size_t slots = hash.slot_count();
-    while (k < n && slot_ < slots) {
-      if (slot_ + 16 < slots && hash.slot(slot_ + 16)) __builtin_prefetch(hash.slot(slot_ + 16));
-      if (Tuple* s = hash.slot(slot_++)) out[k++] = s;
+    const size_t limit = std::min(hash.slot_count(), slot_limit_);
+    while (k < n) {
+      Tuple* s = hash_step(hash, limit);
+      if (s == nullptr) break;
+      out[k++] = s;
     }
-  } else {
-    while (k < n && (t = next()) != nullptr) out[k++] = t;
+    last_ = out[k - 1];
   }
+  while (k < n && (t = next()) != nullptr) out[k++] = t;  // the rest, and every other walk
   last_ = out[k - 1];
   return k;
 }
@@ -122,7 +147,13 @@ Tuple* Cursor::next_tree() {
   if (!started_) {
     started_ = true;
     switch (type_) {
-      case IterType::kAll: pos_ = tree.begin(); break;
+      case IterType::kAll:
+        pos_ = tree.begin();
+        if (bounded_ && tree.valid(tree.last())) {
+          copy_tuple(tree.get(tree.last()).tuple, &bound_);
+          bound_hint_ = tree.get(tree.last()).hint;
+        }
+        break;
       case IterType::kEq:
       case IterType::kGe: pos_ = tree.lower_bound(key_cmp); break;
       case IterType::kGt: pos_ = tree.upper_bound(key_cmp); break;
@@ -155,7 +186,7 @@ Tuple* Cursor::next_tree() {
     }
   }
   version_ = tree.version();
-  if (!tree.valid(pos_)) return nullptr;
+  if (!tree.valid(pos_) || past_bound(tree.get(pos_))) return nullptr;
   Tuple* t = tree.get(pos_).tuple;
   return in_range(t) ? t : nullptr;
 }
@@ -167,16 +198,37 @@ Tuple* Cursor::next_hash() {
     started_ = true;
     return hash.find_key(key_first_);
   }
-  if (!started_ || hash.generation() != generation_) {
+  if (!started_) {
     started_ = true;
     generation_ = hash.generation();
+    slot_ = cluster_start_ = 0;
+    walk_capacity_ = hash.slot_count();
+  } else if (hash.generation() != generation_) {
+    generation_ = hash.generation();
+    const size_t cap = hash.slot_count();
+    slot_ = walk_capacity_ == 0 ? 0
+          : size_t((static_cast<unsigned __int128>(cluster_start_) * cap) / walk_capacity_);
+    cluster_start_ = slot_;
+    walk_capacity_ = cap;
+    slot_limit_ = SIZE_MAX;
+    wrap_pending_ = slot_ > 0;
+  }
+  for (;;) {
+    if (Tuple* t = hash_step(hash, std::min(hash.slot_count(), slot_limit_))) return t;
+    if (!wrap_pending_) return nullptr;
+    wrap_pending_ = false;
+    slot_limit_ = hash.first_empty();
     slot_ = 0;
   }
-  const size_t n = hash.slot_count();
-  while (slot_ < n) {
-    if (slot_ + 8 < n && hash.slot(slot_ + 8)) __builtin_prefetch(hash.slot(slot_ + 8));
-    Tuple* t = hash.slot(slot_++);
-    if (t != nullptr) return t;
+}
+
+// The next tuple in slots [slot_, limit), or nullptr; tracks cluster_start_ on the way.
+Tuple* Cursor::hash_step(const HashTable& hash, size_t limit) {
+  while (slot_ < limit) {
+    if (slot_ + 16 < limit && hash.slot(slot_ + 16)) __builtin_prefetch(hash.slot(slot_ + 16));
+    const size_t i = slot_++;
+    if (Tuple* t = hash.slot(i)) return t;
+    if (hash.is_empty(i) && slot_limit_ == SIZE_MAX) cluster_start_ = i + 1;
   }
   return nullptr;
 }

@@ -6,8 +6,16 @@
 // erase of that very tuple (the daemon deleting what it just read) it continues from the
 // tree's erase_successor(), also O(1); after any other change it re-seeks strictly past the
 // last tuple in O(log n). A HASH cursor walks slots by position; tuples never move between
-// rehashes, and after a rehash (generation() changed) the walk restarts at slot 0, so a tuple
-// that lives through a whole walk is returned at least once, possibly twice, never skipped.
+// rehashes. Every tuple the walk has not reached has its home slot at or after the slot that
+// follows the last empty slot it passed (probe chains never cross an empty slot), and home slots
+// grow with the hash (home = hash * capacity / 2^64). So after a rehash (generation() changed) it
+// resumes at the same fraction of the new table, and at the end of the table it also sweeps the
+// slots before the first empty one (tuples that wrapped around): a tuple that lives through a
+// whole walk is returned at least once, possibly twice, never skipped, and the walk still ends.
+//
+// A bounded cursor (the daemon's) ends a TREE walk at the entry that was last when the walk
+// began: tuples appended behind it are new, not expired, and without the bound a pass over
+// ever-growing keys (timestamps, counters) would never end.
 //
 // Lifetime: while a caller holds the cursor "attached" (inside one native call, or one
 // transaction, during which the tuples it returned cannot be freed) it keeps a pointer to the
@@ -28,7 +36,7 @@ namespace ce {
 class Cursor {
  public:
   // `key` is a checked MessagePack array with `key_parts` parts (0 for none).
-  Cursor(Index* index, IterType type, std::string key, uint32_t key_parts);
+  Cursor(Index* index, IterType type, std::string key, uint32_t key_parts, bool bounded = false);
 
   Index* index() const { return index_; }
   IterType type() const { return type_; }
@@ -52,6 +60,10 @@ class Cursor {
     Tuple* last;
     size_t slot;
     uint64_t generation;
+    std::vector<uint64_t> bound;
+    size_t slot_limit;
+    bool wrap_pending;
+    size_t cluster_start, walk_capacity;
   };
   Saved save() const;
   void restore(const Saved& s);
@@ -66,6 +78,8 @@ class Cursor {
   Tuple* next_tree();
   Tuple* next_hash();
   TreeElem last_elem() const;
+  bool past_bound(const TreeElem& e) const;
+  Tuple* hash_step(const HashTable& hash, size_t limit);
 
   Index* index_;
   IterType type_;
@@ -84,6 +98,13 @@ class Cursor {
   Tuple* last_ = nullptr;            // meaningful while attached_
   size_t slot_ = 0;
   uint64_t generation_ = 0;
+  bool bounded_;
+  std::vector<uint64_t> bound_;  // a Tuple: the last entry when the walk began (bounded TREE)
+  uint64_t bound_hint_ = 0;
+  size_t slot_limit_ = SIZE_MAX;  // HASH: where the walk stops (the wrapped sweep's end)
+  bool wrap_pending_ = false;     // HASH: resumed after a rehash, sweep the wrapped slots at the end
+  size_t cluster_start_ = 0;      // HASH: every unvisited tuple's home is at or after this slot
+  size_t walk_capacity_ = 0;      // HASH: the capacity cluster_start_ refers to
 
   std::string visited_;
   std::vector<size_t> visited_offsets_;

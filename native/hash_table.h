@@ -101,6 +101,16 @@ class HashTable {
     generation_++;
   }
 
+  // Whether slot i is empty (not a tombstone): no probe chain runs through it, so every tuple
+  // stored after it has its home after it too.
+  bool is_empty(size_t i) const { return ctrl_[i] == kEmpty; }
+  // The first empty slot: the slots before it may hold tuples that wrapped around from the end.
+  size_t first_empty() const {
+    size_t i = 0;
+    while (i < cap_ && ctrl_[i] != kEmpty) i++;
+    return i;
+  }
+
   // Slot-order walk: slot(i) is the tuple in slot i, or nullptr.
   size_t slot_count() const { return cap_; }
   Tuple* slot(size_t i) const { return slots_[i]; }

@@ -79,11 +79,12 @@ void check_iterator(const Index& index, IterType type, uint32_t parts) {
                                           std::to_string(parts));
 }
 
-std::unique_ptr<Cursor> make_cursor(Space& space, Index& index, const KeyArg& key, IterType type) {
+std::unique_ptr<Cursor> make_cursor(Space& space, Index& index, const KeyArg& key, IterType type, bool bounded = false) {
   const uint8_t* first;
   const uint32_t parts = space.check_key(index, key.data, key.size, &first);
   check_iterator(index, type, parts);
-  return std::make_unique<Cursor>(&index, type, std::string(reinterpret_cast<const char*>(key.data), key.size), parts);
+  return std::make_unique<Cursor>(&index, type, std::string(reinterpret_cast<const char*>(key.data), key.size), parts,
+                                  bounded);
 }
 
 void write_out(const Args& info, size_t i, std::initializer_list<double> values) {
@@ -354,7 +355,8 @@ Napi::Value SpaceObject::NewCursor(const Args& info) {
     Index& index = s.index(arg_u32(info, 0, "index"));
     const KeyArg key = arg_key(info, 1);
     const IterType type = arg_iter(info, 2);
-    return CursorObject::Create(info.Env(), this, handle(), make_cursor(s, index, key, type));
+    const bool bounded = info.Length() > 3 && !info[3].IsUndefined() && arg_bool(info, 3, "bounded");
+    return CursorObject::Create(info.Env(), this, handle(), make_cursor(s, index, key, type, bounded));
   });
 }
 

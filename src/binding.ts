@@ -30,7 +30,8 @@ export interface NativeSpace {
   begin(): number;
   commit(savepoint: number): void;
   rollback(savepoint: number): void;
-  cursor(index: number, key: NativeKey, iterator: number): NativeCursor;
+  /** `bounded`: a walk over ALL stops at the entry that was last when it began (the daemon's). */
+  cursor(index: number, key: NativeKey, iterator: number, bounded?: boolean): NativeCursor;
   expireChunk(cursor: NativeCursor, fieldno: number, scanSize: number, now: number, earlyBreak: boolean,
     mode: 0 | 1 | 2, out: Float64Array, scratch: Buffer): number | Buffer | undefined;
   rollbackChunk(cursor: NativeCursor, savepoint: number): void;
@@ -119,8 +120,8 @@ class SpaceHandle implements NativeSpace {
   rollback(savepoint: number): void {
     fns.rollback(this.h, savepoint);
   }
-  cursor(index: number, key: NativeKey, iterator: number): NativeCursor {
-    return fns.cursor(this.h, index, key, iterator);
+  cursor(index: number, key: NativeKey, iterator: number, bounded = false): NativeCursor {
+    return fns.cursor(this.h, index, key, iterator, bounded);
   }
   expireChunk(cursor: NativeCursor, fieldno: number, scanSize: number, now: number, earlyBreak: boolean,
     mode: 0 | 1 | 2, out: Float64Array, scratch: Buffer): number | Buffer | undefined {

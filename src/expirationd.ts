@@ -209,7 +209,7 @@ export class Task extends EventEmitter {
   /** @internal */
   start(): void {
     if (this.space.dropped) throw new CappedError(`space '${this.space.name}' was dropped`, 'ER_SPACE_DROPPED');
-    this.cursor = this.space.handle.cursor(this.config.it.id, undefined, this.config.earlyBreak ? Iter.GT : Iter.ALL);
+    this.cursor = this.space.handle.cursor(this.config.it.id, undefined, Iter.ALL, true);
     this.running = true;
     this.passStarted = false;
     this.passFailed = false;
