@@ -8,15 +8,20 @@
 #  1. Builds the addon with CE_SANITIZE=1 (binding.gyp then adds -fsanitize=address,undefined,
 #     -fno-omit-frame-pointer and CE_TUPLE_MALLOC, so every tuple is its own malloc block and a
 #     use after free is seen) into build-asan/, a staging project holding a copy of binding.gyp
-#     and a snapshot of native/. build/ is never touched: the script checks that
-#     build/Release/capped_expirationd.node is byte-for-byte the same afterwards.
+#     and a snapshot of native/. build/ is never written: the script checks afterwards that
+#     build/Release/capped_expirationd.node is unchanged (or, if a concurrent `npm run
+#     build:native` replaced it, that it is not instrumented).
 #  2. Builds dist/ (tsc), as `npm test` does, so no test has to build it under the sanitizer.
 #  3. Runs vitest with CAPPED_EXPIRATIOND_ADDON pointing at the sanitizer build (src/binding.ts
-#     loads it), LD_PRELOAD=libasan, leak checking on, every report written under
-#     build-asan/reports/ (log_path). Extra arguments go to vitest unchanged, e.g.
+#     loads it; child processes and worker threads inherit it), LD_PRELOAD=libasan, leak
+#     checking on (suppressions: scripts/lsan.supp, Node/V8/third-party allocations only), every
+#     report written to build-asan/reports/run-<pid>/ (log_path), next to a proc.<pid> file per
+#     node process naming it (and, for a fork, its test files). Extra arguments go to vitest
+#     unchanged, e.g.
 #       bash scripts/test-asan.sh test/space.test.ts --reporter=json --outputFile=asan.json
-#  4. Fails when vitest fails or when any report file is non-empty (a leak found at the exit of a
-#     process, or an error in a child process whose exit status nobody checked).
+#  4. Fails when vitest fails, when any report file is non-empty (a leak found at the exit of a
+#     process, or an error in a child process whose exit status nobody checked), or when the
+#     output holds a sanitizer report (UBSan ignores log_path next to ASan and writes to stderr).
 #
 # Vitest forks: vitest stops a fork with SIGTERM, which kills it before LeakSanitizer runs (it
 # runs at exit()). So each fork gets build-asan/fork-exit.cjs preloaded (--execArgv=--require):
@@ -25,15 +30,17 @@
 # and then the leak check; SIGTERM is ignored from then on, and if something keeps the event loop
 # alive the fork calls process.exit() after 200 ms. vitest's SIGKILL, 500 ms after its SIGTERM,
 # is deferred (build-asan/vitest-main.cjs, preloaded into vitest) so that it cannot cut the leak
-# check short. A fork that aborts on an ASan/UBSan error
-# during the run makes vitest fail with "Worker exited unexpectedly", and its report is on disk.
+# check short. A fork that aborts on an ASan/UBSan error during the run makes vitest fail with
+# "Worker exited unexpectedly", and its report is on disk.
 #
 # --self-test: instead of the suite, proves the harness catches errors: a deliberate leak and a
 # deliberate use-after-free (in a plain node process and in a vitest fork) and a deliberate
 # signed overflow (UBSan) must each be reported, with the suppressions in place.
 #
-# Environment: ASAN_JOBS (make -j, default: nproc), ASAN_KEEP_OPTIONS=1 keeps ASAN_OPTIONS /
-# LSAN_OPTIONS / UBSAN_OPTIONS from the environment appended to ours.
+# Environment: ASAN_JOBS (make -j, default: nproc); ASAN_KEEP_OPTIONS=1 appends ASAN_OPTIONS /
+# LSAN_OPTIONS / UBSAN_OPTIONS from the environment to ours; ASAN_FORK_GRACE (seconds a fork may
+# take to exit after SIGTERM, default 120); FUZZ_RUNS (property test cases, default 1000 here).
+# The addon's libubsan is loaded as its dependency; only libasan has to be preloaded.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -55,7 +62,6 @@ if [[ "${1:-}" == "--self-test" ]]; then SELF_TEST=1; shift; fi
 [[ "$(uname -s)" == Linux ]] || die "the sanitizer build is Linux-only (binding.gyp's CE_SANITIZE condition)"
 command -v gcc >/dev/null || die "gcc is required (for libasan.so)"
 LIBASAN=$(gcc -print-file-name=libasan.so)
-LIBUBSAN=$(gcc -print-file-name=libubsan.so)
 [[ "$LIBASAN" == /* && -e "$LIBASAN" ]] || die "gcc has no libasan.so (install libasan / gcc's sanitizer runtime)"
 LIBASAN=$(readlink -f "$LIBASAN")
 
