@@ -17,6 +17,7 @@
 // and as a share of the whole post-warm-up window). The same figures are given for memory().
 // Exit status: 0 when the verdict is PASS, 1 otherwise.
 import { Space, expirationd, type Tuple } from '../src/index.js';
+import { mulberry32 } from './lib/random.js';
 
 interface Options {
   cycles: number;
@@ -125,17 +126,6 @@ function figures(samples: Sample[], pick: (s: Sample) => number): Figures {
   };
 }
 
-// A small deterministic PRNG (mulberry32), so that runs are comparable.
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function main(): Promise<number> {
   let o: Options;
@@ -155,7 +145,7 @@ async function main(): Promise<number> {
   const dt = 0.001;
   const lifetime = o.live * dt;
   let clock = 1_000_000;
-  const random = prng(42);
+  const random = mulberry32(42);
   const payload = 'soak-payload-'.repeat(10);
 
   const task = expirationd.start('soak', space, {

@@ -4,6 +4,7 @@
 // for the whole pass is gone at its end.
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
+import { mulberry32 } from '../bench/lib/random.js';
 
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
@@ -21,16 +22,6 @@ const NOW = 1000;
 
 type Walk = 'TREE primary' | 'HASH primary' | 'TTL TREE';
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function makeSpace(walk: Walk): Space {
   const space = new Space(`cursor-${walk}`);

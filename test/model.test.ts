@@ -7,6 +7,7 @@
 //   MODEL_SEED=<seed> MODEL_OPS=<n> npx vitest run test/model.test.ts
 import { describe, expect, it } from 'vitest';
 import { CappedError, Space, type FieldType, type IteratorType, type Key, type Tuple } from '../src/index.js';
+import { mulberry32 } from '../bench/lib/random.js';
 
 type Scalar = number | string | boolean;
 type PartDef = [number, FieldType];
@@ -32,16 +33,8 @@ const TREE_ITERATORS: IteratorType[] = ['EQ', 'REQ', 'ALL', 'GE', 'GT', 'LE', 'L
 const HASH_ITERATORS: IteratorType[] = ['EQ', 'ALL'];
 const NOW = 1_700_000_000_123;
 
-// mulberry32: small, fast, good enough to drive a test.
 function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   return {
     next,
     int: (n: number) => Math.floor(next() * n),

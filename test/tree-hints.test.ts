@@ -3,6 +3,7 @@
 // these tests pin its order at the edges: fractions, negatives, -0, Infinity, 2^41 and beyond,
 // huge and negative primary keys, float64-encoded integers.
 import { describe, expect, test } from 'vitest';
+import { mulberry32 as rng } from '../bench/lib/random.js';
 import { Space } from '../src/index.js';
 
 const TTLS = [
@@ -13,17 +14,6 @@ const PKS = [-(2 ** 52), -(2 ** 31), -1, 0, 1, 2, 7, 1000, 2 ** 31, 2 ** 40, 2 *
 
 function cmp(a: number, b: number): number {
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('composite hints of a non-unique numeric index', () => {

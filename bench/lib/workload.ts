@@ -2,6 +2,7 @@
 // choice of which ids are expired, and the TTL planning that turns the expired set into one backlog
 // for the caches whose expiry runs on the wall clock.
 import { performance } from 'node:perf_hooks';
+import { mulberry32 } from './random.js';
 
 export type Tuple = [id: number, email: string, exp: number];
 
@@ -141,14 +142,3 @@ export function loadWallClockCache(w: Workload, o: WallClockLoadOptions): WallCl
   return { backlogAt, allStaleAt: lastStale + toPerf + 2 };
 }
 
-/** A small, fast, seeded PRNG (public domain), so every process picks the same expired ids. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

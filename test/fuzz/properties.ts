@@ -17,6 +17,7 @@
 import fc from 'fast-check';
 import { Packr, Unpackr } from 'msgpackr';
 import { CappedError, Space, expirationd, type Task } from '../../src/index.js';
+import { mulberry32 } from '../../bench/lib/random.js';
 
 export const FUZZ_RUNS = positiveInt(process.env.FUZZ_RUNS, 10000);
 /** Reproduces one failing case: FUZZ_SEED=<seed> FUZZ_PATH=<path> npx vitest run test/<file>. */
@@ -875,17 +876,6 @@ type RawOp =
   | { op: 'delete'; key: KeySpec; scratch: number }
   | { op: 'bulk'; count: number; seed: number; deletes: boolean };
 
-/** A small deterministic generator (mulberry32), for bulk operations that need no shrinking. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A tuple of the schema's field types from a wide domain (few duplicates), in random encodings. */
 function bulkTuple(types: Array<FieldType | undefined>, rnd: () => number): Buffer {
@@ -998,7 +988,7 @@ function runRawOp(space: Space, model: ModelSpace, o: RawOp, types: Array<FieldT
   switch (o.op) {
     case 'bulk': {
       // Hundreds of tuples (B+tree splits and merges, hash rehashes), checked once at the end.
-      const rnd = prng(o.seed);
+      const rnd = mulberry32(o.seed);
       for (let i = 0; i < o.count; i++) {
         if (o.deletes && rnd() < 0.5) {
           const key = resolveKey(model, 0, { from: Math.floor(rnd() * 1e9), parts: model.pk.parts.length, enc: Math.floor(rnd() * 8), form: 0 });
@@ -2420,7 +2410,7 @@ export function steadyChurnProperty(timers: () => TimerDriver): fc.IPropertyWith
       const driver = timers();
       const space = new Space('churn');
       space.createIndex('pk', { type: hashPk ? 'HASH' : 'TREE', parts: [[1, 'unsigned']] });
-      const rnd = prng(seed);
+      const rnd = mulberry32(seed);
       const delayMs = 10;
       const chunksPerPass = Math.ceil(2 * n / scanSize) + 1; // n first tuples and at most n churn tuples
       const t0 = driver.now();
