@@ -65,11 +65,11 @@ uint32_t Space::create_index(const std::string& name, IndexType type, bool uniqu
   return id;
 }
 
-Tuple* Space::make_tuple(const uint8_t* data, size_t size) {
+Tuple* Space::make_tuple(const uint8_t* data, size_t size, bool checked) {
   if (size > max_tuple_size_)
     throw DbError(err::kTupleTooLarge, "Tuple of " + std::to_string(size) + " bytes exceeds maxTupleSize (" +
                                            std::to_string(max_tuple_size_) + " bytes) of space '" + name_ + "'");
-  if (size == 0 || mp::check(data, data + size) != data + size)
+  if (size == 0 || (!checked && mp::check(data, data + size) != data + size))
     throw DbError(err::kTupleFormat, "Tuple is not valid MessagePack (truncated, malformed, trailing bytes, a string that is "
                                      "not well-formed UTF-8 such as a lone surrogate, or nested deeper than " +
                                          std::to_string(mp::kMaxDepth) + ")");
@@ -80,9 +80,11 @@ Tuple* Space::make_tuple(const uint8_t* data, size_t size) {
   return t;
 }
 
-void Space::insert(const uint8_t* data, size_t size, bool replace) {
+void Space::insert(const uint8_t* data, size_t size, bool replace) { insert_one(data, size, replace, false); }
+
+void Space::insert_one(const uint8_t* data, size_t size, bool replace, bool checked) {
   require_primary();
-  Tuple* t = make_tuple(data, size);
+  Tuple* t = make_tuple(data, size, checked);
   try {
     insert_tuple(t, replace);
   } catch (...) {
@@ -133,7 +135,7 @@ size_t Space::insert_many(const uint8_t* data, size_t size) {
     for (; i < count; i++) {
       const uint8_t* q = mp::check(p, end);
       if (q == nullptr) throw DbError(err::kTupleFormat, "Tuple is not valid MessagePack");
-      insert(p, size_t(q - p), false);
+      insert_one(p, size_t(q - p), false, /*checked=*/true);
       p = q;
     }
     if (p != end) throw DbError(err::kTupleFormat, "insertMany(): trailing bytes after the tuples");

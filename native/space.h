@@ -83,7 +83,9 @@ class Space {
     Tuple* nw;
   };
 
-  Tuple* make_tuple(const uint8_t* data, size_t size);
+  // `checked`: the caller already ran mp::check over exactly these bytes.
+  Tuple* make_tuple(const uint8_t* data, size_t size, bool checked = false);
+  void insert_one(const uint8_t* data, size_t size, bool replace, bool checked);
   std::vector<Tuple*> all_tuples() const;
   void free_large_tuples();
   template <class F>
