@@ -4,21 +4,11 @@
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { EventEmitter } from 'node:events';
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { CappedError, Space, Task, expirationd, type TaskOptions } from '../src/index.js';
+import { useTaskTimers } from './support/task-timers.js';
 
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
-});
-
-afterEach(() => {
-  try {
-    expirationd.killAll();
-  } finally {
-    vi.restoreAllMocks();
-    vi.useRealTimers();
-  }
-});
+useTaskTimers();
 
 function makeSpace(name = 'api'): Space {
   const space = new Space(name);

@@ -1,20 +1,11 @@
 // Callbacks and events: onFullScanStart/Success/Error/Complete, onExpired (inside the chunk's
 // transaction), isExpired, and the 'expired', 'fullScan' and 'error' events, including what
 // happens when any of them throws (nothing crashes; task.lastError keeps the error).
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type TaskStats, type Tuple } from '../src/index.js';
+import { useTaskTimers } from './support/task-timers.js';
 
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
-});
-
-afterEach(() => {
-  try {
-    expirationd.killAll();
-  } finally {
-    vi.useRealTimers();
-  }
-});
+useTaskTimers();
 
 const NOW = 1000;
 

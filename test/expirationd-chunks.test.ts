@@ -1,19 +1,10 @@
 // Chunks: a pass is cut into chunks of at most scanSize visited tuples, and each chunk is one
 // transaction: a chunk that fails changes nothing and is retried by the next one.
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskStats, type Tuple } from '../src/index.js';
+import { useTaskTimers } from './support/task-timers.js';
 
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
-});
-
-afterEach(() => {
-  try {
-    expirationd.killAll();
-  } finally {
-    vi.useRealTimers();
-  }
-});
+useTaskTimers();
 
 const NOW = 1000;
 

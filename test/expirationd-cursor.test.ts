@@ -2,21 +2,12 @@
 // rehashes. A pass is run chunk by chunk (fake timers) while the space changes in between, and a
 // model of the space checks that no live tuple is deleted and that every tuple that was expired
 // for the whole pass is gone at its end.
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { mulberry32 } from '../bench/lib/random.js';
+import { useTaskTimers } from './support/task-timers.js';
 
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
-});
-
-afterEach(() => {
-  try {
-    expirationd.killAll();
-  } finally {
-    vi.useRealTimers();
-  }
-});
+useTaskTimers();
 
 const NOW = 1000;
 

@@ -2,20 +2,11 @@
 // ends each pass at the first live tuple, and the next pass starts again at the smallest TTL.
 // (Tarantool's C module keeps its cursor after the break, so each later chunk reads one tuple and
 // a tuple inserted behind the cursor waits for the walk to wrap; these tests pin that bug down.)
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type TaskStats } from '../src/index.js';
+import { useTaskTimers } from './support/task-timers.js';
 
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
-});
-
-afterEach(() => {
-  try {
-    expirationd.killAll();
-  } finally {
-    vi.useRealTimers();
-  }
-});
+useTaskTimers();
 
 interface Pass {
   checked: number;

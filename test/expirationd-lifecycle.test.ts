@@ -1,19 +1,10 @@
 // Task lifecycle: kill (during the sleep and from inside every callback), restart, several tasks
 // on one space, and dropping the space under a running task.
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { CappedError, Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
+import { useTaskTimers } from './support/task-timers.js';
 
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
-});
-
-afterEach(() => {
-  try {
-    expirationd.killAll();
-  } finally {
-    vi.useRealTimers();
-  }
-});
+useTaskTimers();
 
 const NOW = 1000;
 

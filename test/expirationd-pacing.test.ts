@@ -3,21 +3,11 @@
 // (a setImmediate when that is under 1 ms); after the chunk that ends a pass it waits
 // chunkDelay + fullScanDelay, always on a setTimeout of at least 1 ms. All checked on a fake
 // clock: the next chunk must not run 1 ms before the delay and must run at it.
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions } from '../src/index.js';
+import { useTaskTimers } from './support/task-timers.js';
 
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
-});
-
-afterEach(() => {
-  try {
-    expirationd.killAll();
-  } finally {
-    vi.restoreAllMocks();
-    vi.useRealTimers();
-  }
-});
+useTaskTimers();
 
 const NOW = 1000;
 

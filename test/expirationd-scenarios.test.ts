@@ -1,19 +1,10 @@
 // The expiration daemon end to end: the seed's two scenarios (non-indexed and indexed) and what
 // "expired" means (the TTL boundary, non-numeric TTLs, float64-encoded TTLs).
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type TaskOptions, type TaskStats, type Tuple } from '../src/index.js';
+import { useTaskTimers } from './support/task-timers.js';
 
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
-});
-
-afterEach(() => {
-  try {
-    expirationd.killAll();
-  } finally {
-    vi.useRealTimers();
-  }
-});
+useTaskTimers();
 
 const T0 = 1_700_000_000;
 

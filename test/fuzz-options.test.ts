@@ -4,9 +4,9 @@
 // deletes only tuples that are expired by its own rule.
 // FUZZ_RUNS sets the cases (default 10000); FUZZ_SEED and FUZZ_PATH replay a failure.
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, test, vi } from 'vitest';
-import { expirationd } from '../src/index.js';
+import { describe, test, vi } from 'vitest';
 import { PROPERTIES, fcParams, runsFor, type TimerDriver } from './fuzz/properties.js';
+import { useTaskTimers } from './support/task-timers.js';
 
 const timers = (): TimerDriver => ({
   now: () => (vi.getMockedSystemTime() as Date).getTime(),
@@ -14,14 +14,7 @@ const timers = (): TimerDriver => ({
   runPending: () => vi.runOnlyPendingTimers(),
 });
 
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'], now: 1_700_000_000_000 });
-});
-
-afterEach(() => {
-  expirationd.killAll();
-  vi.useRealTimers();
-});
+useTaskTimers({ now: 1_700_000_000_000 });
 
 describe('task options', () => {
   for (const p of PROPERTIES.filter((x) => x.file === 'options')) {

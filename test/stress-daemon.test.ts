@@ -6,9 +6,9 @@
 // expired), no tuple stays expired past the pacing bound, and the tasks' stats add up.
 // Seeded: a failure prints its seed and path; FUZZ_SEED and FUZZ_PATH replay it.
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, test, vi } from 'vitest';
-import { expirationd } from '../src/index.js';
+import { describe, test, vi } from 'vitest';
 import { PROPERTIES, fcParams, runsFor, type TimerDriver } from './fuzz/properties.js';
+import { useTaskTimers } from './support/task-timers.js';
 
 const timers = (): TimerDriver => ({
   now: () => (vi.getMockedSystemTime() as Date).getTime(),
@@ -16,14 +16,7 @@ const timers = (): TimerDriver => ({
   runPending: () => vi.runOnlyPendingTimers(),
 });
 
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'], now: 1_700_000_000_000 });
-});
-
-afterEach(() => {
-  expirationd.killAll();
-  vi.useRealTimers();
-});
+useTaskTimers({ now: 1_700_000_000_000 });
 
 describe('expirationd under load', () => {
   for (const p of PROPERTIES.filter((x) => x.file === 'stress')) {
