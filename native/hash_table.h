@@ -1,10 +1,13 @@
-// HashTable: the unique HASH index, an open-addressing table of tuple pointers.
+// HashTable: the unique HASH index, an open-addressing table of tagged tuple pointers.
 //
-// Layout: two parallel arrays, ctrl_ (1 byte a slot) and slots_ (8 bytes a slot). A control byte
-// is kEmpty, kDeleted (a tombstone) or 0x80 | 7 bits of the key's hash, so a probe compares
-// control bytes, which are dense in cache, and reads a tuple only when 7 hash bits match (1 in
-// 128 false hits). The home slot is the hash's high bits scaled to the capacity (Lemire's
-// multiply-shift), so the capacity need not be a power of two and grows by 1.5x, not 2x.
+// Layout: one array of 8-byte slots. A slot is 0 (empty), 1 (a tombstone), or a tuple pointer
+// in its low 48 bits with 16 bits of the key's hash above it. A probe therefore reads one cache
+// line for both the tag and the pointer, and reads a tuple only when 16 hash bits match (1 in
+// 65,536 false hits). User-space pointers fit in 48 bits on x86-64 and arm64 Linux; insert()
+// checks, and refuses a pointer that does not. The home slot is the hash's high bits scaled to
+// the capacity (Lemire's multiply-shift), so the capacity need not be a power of two and grows
+// by 1.5x, not 2x. Tables of 2 MiB and more ask the kernel for transparent huge pages, because a
+// random probe over a large table otherwise pays a TLB miss on top of the cache miss.
 //
 // Invariants: every stored tuple sits at or after its home slot (cyclically) with no empty
 // slot in between (linear probing); live + tombstones <= 80% of capacity, so a probe always
@@ -13,11 +16,11 @@
 // Elements never move except on rehash: erase leaves a tombstone (or an empty slot when the
 // next slot is empty, as no probe passes through it). A cursor can therefore walk slots by
 // position across inserts and erases; a rehash bumps generation(), which tells cursors that
-// positions changed. Rehash allocates the new arrays before touching the old ones, so a failed
+// positions changed. Rehash allocates the new array before touching the old one, so a failed
 // allocation changes nothing.
 //
-// Costs: find, insert and erase are O(1) expected; rehash is O(n) and amortised. Memory is
-// 9 bytes a slot at a load between 53% and 80%.
+// Costs: find, insert and erase are O(1) expected, one cache miss for the slot and one for the
+// tuple; rehash is O(n) and amortised. Memory is 8 bytes a slot at a load between 53% and 80%.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,7 @@
 #include <cstring>
 #include <new>
 
+#include "big_alloc.h"
 #include "key_def.h"
 #include "tuple.h"
 
@@ -39,14 +43,22 @@ class HashTable {
 
   size_t size() const { return size_; }
   size_t capacity() const { return cap_; }
-  size_t memory() const { return cap_ * (sizeof(Tuple*) + 1); }
+  size_t memory() const { return cap_ * sizeof(uint64_t); }
   uint64_t generation() const { return generation_; }
 
+  // The hash of tuple t's key, for the *_hashed calls (which save computing it twice).
+  uint64_t hash_of(const uint8_t* tuple) const { return def_->hash(tuple); }
+  // Brings the slot where a key with hash h lives into cache ahead of a lookup or insert.
+  void prefetch_hash(uint64_t h) const {
+    if (cap_ != 0) __builtin_prefetch(&slots_[home(h)]);
+  }
+
   // The stored tuple whose key equals the key of tuple `t`.
-  Tuple* find_tuple(const Tuple* t) const {
+  Tuple* find_tuple(const Tuple* t) const { return find_hashed(t->data(), hash_of(t->data())); }
+  // The same for a tuple's bytes whose key hashes to h.
+  Tuple* find_hashed(const uint8_t* tuple, uint64_t h) const {
     if (size_ == 0) return nullptr;
-    const uint64_t h = def_->hash(t->data());
-    return probe(h, [&](const Tuple* s) { return def_->compare(s->data(), t->data()) == 0; });
+    return probe(h, [&](const Tuple* s) { return def_->compare(s->data(), tuple) == 0; });
   }
 
   // `key` is the first part of a checked full key.
@@ -57,41 +69,42 @@ class HashTable {
   }
 
   // Precondition: no stored tuple has t's key. Throws std::bad_alloc with nothing changed.
-  void insert(Tuple* t) {
+  void insert(Tuple* t) { insert_hashed(t, hash_of(t->data())); }
+  // The same, with h == hash_of(t->data()).
+  void insert_hashed(Tuple* t, uint64_t h) {
+    const uint64_t p = reinterpret_cast<uintptr_t>(t);
+    if (p >> kTagShift) throw std::bad_alloc();  // a pointer beyond 48 bits cannot be tagged
     if ((size_ + tombstones_ + 1) * 5 > cap_ * 4) rehash((size_ + 1) * 15 / 8 + 16);
-    const uint64_t h = def_->hash(t->data());
     size_t i = home(h);
-    while (ctrl_[i] & kFull) i = i + 1 == cap_ ? 0 : i + 1;
-    if (ctrl_[i] == kDeleted) tombstones_--;
-    ctrl_[i] = tag(h);
-    slots_[i] = t;
+    while (slots_[i] > kDeleted) i = next(i);
+    if (slots_[i] == kDeleted) tombstones_--;
+    slots_[i] = tag(h) | p;
     size_++;
   }
 
-  // Prefetches the control byte and slot where tuple t's key lives (before erasing it).
+  // Prefetches the slot where tuple t's key lives (before erasing it).
   void prefetch(const Tuple* t) const {
     if (cap_ == 0) return;
-    const size_t i = home(def_->hash(t->data()));
-    __builtin_prefetch(&ctrl_[i]);
-    __builtin_prefetch(&slots_[i]);
+    __builtin_prefetch(&slots_[home(def_->hash(t->data()))]);
   }
 
   // Swaps a stored tuple for another with the same key, in place.
-  void replace_same(const Tuple* old, Tuple* nw) { slots_[locate(old)] = nw; }
+  void replace_same(const Tuple* old, Tuple* nw) {
+    const size_t i = locate(old);
+    slots_[i] = (slots_[i] & ~kPtrMask) | reinterpret_cast<uintptr_t>(nw);
+  }
 
   // Erases exactly this tuple (found by pointer). Returns false when it is not stored.
   bool erase(const Tuple* t) {
     if (size_ == 0) return false;
     const size_t i = locate(t);
     if (i == cap_) return false;
-    const size_t after = i + 1 == cap_ ? 0 : i + 1;
-    if (ctrl_[after] == kEmpty) {
-      ctrl_[i] = kEmpty;
+    if (slots_[next(i)] == kEmpty) {
+      slots_[i] = kEmpty;
     } else {
-      ctrl_[i] = kDeleted;
+      slots_[i] = kDeleted;
       tombstones_++;
     }
-    slots_[i] = nullptr;
     size_--;
     return true;
   }
@@ -103,86 +116,82 @@ class HashTable {
 
   // Whether slot i is empty (not a tombstone): no probe chain runs through it, so every tuple
   // stored after it has its home after it too.
-  bool is_empty(size_t i) const { return ctrl_[i] == kEmpty; }
+  bool is_empty(size_t i) const { return slots_[i] == kEmpty; }
   // The first empty slot: the slots before it may hold tuples that wrapped around from the end.
   size_t first_empty() const {
     size_t i = 0;
-    while (i < cap_ && ctrl_[i] != kEmpty) i++;
+    while (i < cap_ && slots_[i] != kEmpty) i++;
     return i;
   }
 
   // Slot-order walk: slot(i) is the tuple in slot i, or nullptr.
   size_t slot_count() const { return cap_; }
-  Tuple* slot(size_t i) const { return slots_[i]; }
+  Tuple* slot(size_t i) const { return pointer(slots_[i]); }
 
  private:
-  static constexpr uint8_t kEmpty = 0;
-  static constexpr uint8_t kDeleted = 1;
-  static constexpr uint8_t kFull = 0x80;
+  static constexpr uint64_t kEmpty = 0;
+  static constexpr uint64_t kDeleted = 1;
+  static constexpr unsigned kTagShift = 48;
+  static constexpr uint64_t kPtrMask = (uint64_t(1) << kTagShift) - 1;
 
-  static uint8_t tag(uint64_t h) { return uint8_t(kFull | (h & 0x7f)); }
+  // The tag is the hash's low 16 bits (home() uses the high ones), and never 0, so a full slot
+  // is never mistaken for kEmpty or kDeleted whatever its pointer.
+  static uint64_t tag(uint64_t h) { return (uint64_t((h & 0xffff) | 1)) << kTagShift; }
+  static Tuple* pointer(uint64_t slot) { return slot > kDeleted ? reinterpret_cast<Tuple*>(slot & kPtrMask) : nullptr; }
   size_t home(uint64_t h) const { return size_t((static_cast<unsigned __int128>(h) * cap_) >> 64); }
+  size_t next(size_t i) const { return i + 1 == cap_ ? 0 : i + 1; }
 
   template <class Eq>
   Tuple* probe(uint64_t h, Eq eq) const {
-    const uint8_t want = tag(h);
-    for (size_t i = home(h);; i = i + 1 == cap_ ? 0 : i + 1) {
-      const uint8_t c = ctrl_[i];
-      if (c == kEmpty) return nullptr;
-      if (c == want && eq(slots_[i])) return slots_[i];
+    const uint64_t want = tag(h);
+    for (size_t i = home(h);; i = next(i)) {
+      const uint64_t s = slots_[i];
+      if (s == kEmpty) return nullptr;
+      if ((s & ~kPtrMask) == want) {
+        Tuple* t = reinterpret_cast<Tuple*>(s & kPtrMask);
+        if (eq(t)) return t;
+      }
     }
   }
 
   size_t locate(const Tuple* t) const {
     const uint64_t h = def_->hash(t->data());
-    const uint8_t want = tag(h);
-    for (size_t i = home(h);; i = i + 1 == cap_ ? 0 : i + 1) {
-      const uint8_t c = ctrl_[i];
-      if (c == kEmpty) return cap_;
-      if (c == want && slots_[i] == t) return i;
+    const uint64_t want = tag(h) | reinterpret_cast<uintptr_t>(t);
+    for (size_t i = home(h);; i = next(i)) {
+      const uint64_t s = slots_[i];
+      if (s == kEmpty) return cap_;
+      if (s == want) return i;
     }
   }
 
   void rehash(size_t new_cap) {
-    uint8_t* ctrl = static_cast<uint8_t*>(std::calloc(new_cap, 1));
-    Tuple** slots = static_cast<Tuple**>(std::calloc(new_cap, sizeof(Tuple*)));
-    if (ctrl == nullptr || slots == nullptr) {
-      std::free(ctrl);
-      std::free(slots);
-      throw std::bad_alloc();
-    }
-    uint8_t* old_ctrl = ctrl_;
-    Tuple** old_slots = slots_;
+    uint64_t* slots = static_cast<uint64_t*>(big_calloc(new_cap * sizeof(uint64_t)));
+    uint64_t* old_slots = slots_;
     const size_t old_cap = cap_;
-    ctrl_ = ctrl;
     slots_ = slots;
     cap_ = new_cap;
     tombstones_ = 0;
     for (size_t j = 0; j < old_cap; j++) {
-      if (j + 8 < old_cap && (old_ctrl[j + 8] & kFull)) __builtin_prefetch(old_slots[j + 8]);
-      if (!(old_ctrl[j] & kFull)) continue;
-      const uint64_t h = def_->hash(old_slots[j]->data());
-      size_t i = home(h);
-      while (ctrl_[i] != kEmpty) i = i + 1 == cap_ ? 0 : i + 1;
-      ctrl_[i] = tag(h);
-      slots_[i] = old_slots[j];
+      if (j + 8 < old_cap && old_slots[j + 8] > kDeleted) __builtin_prefetch(pointer(old_slots[j + 8]));
+      const uint64_t s = old_slots[j];
+      if (s <= kDeleted) continue;
+      Tuple* t = pointer(s);
+      size_t i = home(def_->hash(t->data()));
+      while (slots_[i] != kEmpty) i = next(i);
+      slots_[i] = s;  // same key, same hash, same tag
     }
-    std::free(old_ctrl);
-    std::free(old_slots);
+    big_free(old_slots, old_cap * sizeof(uint64_t));
     generation_++;
   }
 
   void release() {
-    std::free(ctrl_);
-    std::free(slots_);
-    ctrl_ = nullptr;
+    big_free(slots_, cap_ * sizeof(uint64_t));
     slots_ = nullptr;
     cap_ = size_ = tombstones_ = 0;
   }
 
   const KeyDef* def_;
-  uint8_t* ctrl_ = nullptr;
-  Tuple** slots_ = nullptr;
+  uint64_t* slots_ = nullptr;
   size_t cap_ = 0;
   size_t size_ = 0;
   size_t tombstones_ = 0;

@@ -83,9 +83,14 @@ class Space {
     Tuple* nw;
   };
 
-  // `checked`: the caller already ran mp::check over exactly these bytes.
-  Tuple* make_tuple(const uint8_t* data, size_t size, bool checked = false);
-  void insert_one(const uint8_t* data, size_t size, bool replace, bool checked);
+  // Validates one tuple for this space (size, MessagePack, array, indexed fields); `checked`:
+  // the caller already ran mp::check over exactly these bytes.
+  void check_tuple(const uint8_t* data, size_t size, bool checked) const;
+  Tuple* copy_tuple(const uint8_t* data, size_t size);
+  // The primary key's hash when the primary is HASH (0 otherwise), for the *_hashed calls.
+  uint64_t pk_hash(const uint8_t* data) const;
+  // Copies checked bytes into a tuple and inserts it; `hash` is pk_hash(data).
+  void insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t hash);
   std::vector<Tuple*> all_tuples() const;
   void free_large_tuples();
   template <class F>
@@ -99,8 +104,9 @@ class Space {
         if (Tuple* t = pk.hash().slot(i)) f(t);
     }
   }
-  void insert_tuple(Tuple* t, bool replace);
-  void apply(Tuple* old, Tuple* nw);
+  void insert_tuple(Tuple* t, bool replace, uint64_t hash);
+  // Replaces old by nw in every index (either may be null); nw_pk_hash, when given, is pk_hash(nw).
+  void apply(Tuple* old, Tuple* nw, const uint64_t* nw_pk_hash = nullptr);
   void require_primary() const;
   void free_tuple(Tuple* t) { arena_.free(t); }
 

@@ -10,6 +10,11 @@
 // is reset (truncate) or destroyed, so after a mass expiry the memory is reused by later
 // inserts rather than returned to the system; memory() counts whole slabs, free or not.
 //
+// The first kSmallSlabs slabs are malloc blocks, so a small space costs little. After that,
+// slabs are carved from 2 MiB chunks backed by transparent huge pages (see big_alloc.h): a
+// random read of one tuple among millions then costs a cache miss but not also a TLB miss.
+// memory() counts whole chunks.
+//
 // Built with CE_TUPLE_MALLOC (the sanitizer build), every tuple is its own malloc block, so that
 // AddressSanitizer sees each one and reports any use after free.
 //
@@ -21,6 +26,7 @@
 #include <new>
 #include <vector>
 
+#include "big_alloc.h"
 #include "tuple.h"
 
 namespace ce {
@@ -28,6 +34,8 @@ namespace ce {
 class TupleArena {
  public:
   static constexpr size_t kSlabSize = 64 * 1024;
+  static constexpr size_t kChunkSize = kHugePage;
+  static constexpr size_t kSmallSlabs = kChunkSize / kSlabSize;
   static constexpr size_t kMaxSmall = 1024;
   static constexpr size_t kGrain = 8;
   static constexpr size_t kClasses = kMaxSmall / kGrain;
@@ -74,16 +82,21 @@ class TupleArena {
   void reset() {
     for (void* slab : slabs_) std::free(slab);
     slabs_.clear();
+    for (void* chunk : chunks_) big_free(chunk, kChunkSize);
+    chunks_.clear();
+    chunk_next_ = chunk_end_ = nullptr;
     for (Class& c : classes_) c = Class{};
     // Large tuples are freed one by one by the owner before reset (it knows where they are).
   }
 
-  size_t memory() const { return slabs_.size() * kSlabSize + large_bytes_; }
+  size_t memory() const { return slabs_.size() * kSlabSize + chunks_.size() * kChunkSize + large_bytes_; }
 
   static size_t footprint(uint32_t size) {
     return (sizeof(Tuple) + size_t(size) + kGrain - 1) / kGrain * kGrain;
   }
   // Large tuples are separate malloc blocks, which reset() does not free.
+  // Whether any tuple is a separate malloc block.
+  bool has_large() const { return large_bytes_ > 0; }
   static bool is_large(const Tuple* t) { return kAlwaysMalloc || footprint(t->size) > kMaxSmall; }
 
  private:
@@ -102,11 +115,7 @@ class TupleArena {
       return node;
     }
     if (c.bump == nullptr || size_t(c.bump_end - c.bump) < bytes) {
-      slabs_.reserve(slabs_.size() + 1);
-      void* slab = std::malloc(kSlabSize);
-      if (slab == nullptr) throw std::bad_alloc();
-      slabs_.push_back(slab);
-      c.bump = static_cast<uint8_t*>(slab);
+      c.bump = new_slab();
       c.bump_end = c.bump + kSlabSize / bytes * bytes;
     }
     void* p = c.bump;
@@ -114,7 +123,29 @@ class TupleArena {
     return p;
   }
 
-  std::vector<void*> slabs_;
+  uint8_t* new_slab() {
+    if (chunk_next_ == chunk_end_ && slabs_.size() >= kSmallSlabs) {
+      chunks_.reserve(chunks_.size() + 1);
+      chunk_next_ = static_cast<uint8_t*>(big_calloc(kChunkSize));
+      chunk_end_ = chunk_next_ + kChunkSize;
+      chunks_.push_back(chunk_next_);
+    }
+    if (chunk_next_ != chunk_end_) {
+      uint8_t* slab = chunk_next_;
+      chunk_next_ += kSlabSize;
+      return slab;
+    }
+    slabs_.reserve(slabs_.size() + 1);
+    void* slab = std::malloc(kSlabSize);
+    if (slab == nullptr) throw std::bad_alloc();
+    slabs_.push_back(slab);
+    return static_cast<uint8_t*>(slab);
+  }
+
+  std::vector<void*> slabs_;   // malloc'd slabs, the first kSmallSlabs
+  std::vector<void*> chunks_;  // 2 MiB chunks, each carved into slabs
+  uint8_t* chunk_next_ = nullptr;
+  uint8_t* chunk_end_ = nullptr;
   Class classes_[kClasses];
   size_t large_bytes_ = 0;
 };
