@@ -1,7 +1,7 @@
 // ce::BTree: the in-memory B+tree behind TREE indexes (in the spirit of Tarantool's bps_tree).
 //
 // Layout. Every node is 512 bytes or less: a leaf is {count, prev, next, 30 elements} (504 B for
-// 16-byte elements, exactly one 512-byte malloc chunk), an inner node is {count, 21 x {max
+// 16-byte elements), an inner node is {count, 21 x {max
 // element, child}} (512 B). 512 B is eight cache lines: a binary search touches a handful of them,
 // shifting inside a node (memmove <= 480 B) is cheap, the leaf header costs under 5%, and a fanout
 // of 21 keeps 1M elements 5 levels deep. Bigger nodes would cut the inner overhead (already ~5%)
@@ -48,6 +48,10 @@
 // memmove within a leaf; splits, merges and redistributions are amortized O(1) node copies per
 // operation. build(): O(n), all nodes full except the last of each level. Memory per 16-byte
 // element: 17.7 B when packed (sequential inserts, build()), 20.6 B after random inserts.
+//
+// Nodes are 512-byte blocks of a NodePool (node_pool.h): a free list over chunks backed by huge
+// pages, not malloc. memory() counts live nodes; freed ones wait in the pool for later inserts
+// until the tree is emptied or cleared, which releases the pool.
 #pragma once
 
 #include <algorithm>
@@ -58,6 +62,8 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "node_pool.h"
 
 namespace ce {
 
@@ -127,6 +133,7 @@ class BTree {
     ++version_;
     if (height_ == 0 && leaf->count == 0) {
       release(leaf);
+      pool_.reset();  // the last node: hand the pool's chunks back too
       root_ = head_ = tail_ = nullptr;
       successor_ = Iterator{};
     } else if (height_ == 0 || leaf->count >= kLeafMin) {
@@ -187,6 +194,7 @@ class BTree {
 
   void clear() {
     destroy(root_, height_);
+    pool_.reset();
     root_ = head_ = tail_ = nullptr;
     height_ = 0;
     size_ = 0;
@@ -474,24 +482,26 @@ class BTree {
   }
 
   Leaf* newLeaf() {
-    Leaf* leaf = new Leaf;
+    Leaf* leaf = new (pool_.take()) Leaf;
     memory_ += sizeof(Leaf);
     leaf->count = 0;
     leaf->prev = leaf->next = nullptr;
     return leaf;
   }
   Inner* newInner() {
-    Inner* inner = new Inner;
+    Inner* inner = new (pool_.take()) Inner;
     memory_ += sizeof(Inner);
     inner->count = 0;
     return inner;
   }
   void release(Leaf* leaf) {
-    delete leaf;
+    leaf->~Leaf();
+    pool_.give(leaf);
     memory_ -= sizeof(Leaf);
   }
   void release(Inner* inner) {
-    delete inner;
+    inner->~Inner();
+    pool_.give(inner);
     memory_ -= sizeof(Inner);
   }
   void destroy(Node* n, uint32_t height) {
@@ -759,6 +769,7 @@ class BTree {
     }
   }
 
+  NodePool<kNodeBytes> pool_;
   Cmp cmp_;
   Node* root_ = nullptr;
   Leaf* head_ = nullptr;

@@ -20,6 +20,7 @@ ChunkResult expire_chunk(Space& space, Cursor& cursor, uint32_t fieldno, uint32_
   constexpr uint32_t kBatch = 64;
   Tuple* batch[kBatch];
   bool expired[kBatch];
+  uint64_t hash[kBatch];
   while (r.checked < scan_size) {
     const uint32_t want = std::min(kBatch, scan_size - r.checked);
     const uint32_t n = cursor.next_batch(batch, want);
@@ -33,7 +34,7 @@ ChunkResult expire_chunk(Space& space, Cursor& cursor, uint32_t fieldno, uint32_
       if (value.kind == mp::Num::kDouble && std::isnan(value.d)) continue;  // NaN <= now is false
       if (mp::compare_num(value, limit) <= 0) {
         expired[i] = true;
-        space.prefetch_remove(batch[i]);
+        hash[i] = space.prefetch_remove(batch[i]);
       } else if (early_break) {
         stop = i + 1;
         broke = true;
@@ -43,7 +44,7 @@ ChunkResult expire_chunk(Space& space, Cursor& cursor, uint32_t fieldno, uint32_
     for (uint32_t i = 0; i < stop; i++) {
       if (!expired[i]) continue;
       if (deleted != nullptr) deleted->append(reinterpret_cast<const char*>(batch[i]->data()), batch[i]->size);
-      space.remove_tuple(batch[i]);
+      space.remove_tuple(batch[i], hash[i]);
       r.expired++;
     }
     r.checked += stop;
@@ -111,7 +112,7 @@ uint32_t delete_visited(Space& space, Cursor& cursor, const uint32_t* positions,
     Tuple* stored = pk.find_dup(copy);
     if (stored == nullptr || !stored->same_bytes(bytes, size)) continue;
     if (deleted != nullptr) deleted->append(reinterpret_cast<const char*>(bytes), size);
-    space.remove_tuple(stored);
+    space.remove_tuple(stored, space.pk_hash(stored->data()));
     removed++;
   }
   return removed;

@@ -82,12 +82,6 @@ class HashTable {
     size_++;
   }
 
-  // Prefetches the slot where tuple t's key lives (before erasing it).
-  void prefetch(const Tuple* t) const {
-    if (cap_ == 0) return;
-    __builtin_prefetch(&slots_[home(def_->hash(t->data()))]);
-  }
-
   // Swaps a stored tuple for another with the same key, in place.
   void replace_same(const Tuple* old, Tuple* nw) {
     const size_t i = locate(old);
@@ -95,9 +89,11 @@ class HashTable {
   }
 
   // Erases exactly this tuple (found by pointer). Returns false when it is not stored.
-  bool erase(const Tuple* t) {
+  bool erase(const Tuple* t) { return erase_hashed(t, hash_of(t->data())); }
+  // The same, with h == hash_of(t->data()).
+  bool erase_hashed(const Tuple* t, uint64_t h) {
     if (size_ == 0) return false;
-    const size_t i = locate(t);
+    const size_t i = locate(t, h);
     if (i == cap_) return false;
     if (slots_[next(i)] == kEmpty) {
       slots_[i] = kEmpty;
@@ -154,8 +150,8 @@ class HashTable {
     }
   }
 
-  size_t locate(const Tuple* t) const {
-    const uint64_t h = def_->hash(t->data());
+  size_t locate(const Tuple* t) const { return locate(t, hash_of(t->data())); }
+  size_t locate(const Tuple* t, uint64_t h) const {
     const uint64_t want = tag(h) | reinterpret_cast<uintptr_t>(t);
     for (size_t i = home(h);; i = next(i)) {
       const uint64_t s = slots_[i];

@@ -38,17 +38,20 @@ Tuple* Index::get(const uint8_t* key) const {
   return key_def_.compare_with_key(t->data(), key, n) == 0 ? t : nullptr;
 }
 
-void Index::replace_hashed(Tuple* old, Tuple* nw, uint64_t nw_hash) {
+void Index::replace_hashed(Tuple* old, Tuple* nw, uint64_t hash) {
   if (old && nw && key_def_.compare(old->data(), nw->data()) == 0) {
     hash_->replace_same(old, nw);
     return;
   }
-  if (nw) hash_->insert_hashed(nw, nw_hash);
-  if (old) hash_->erase(old);
+  if (nw) hash_->insert_hashed(nw, hash);
+  if (old) {
+    if (nw) hash_->erase(old);
+    else hash_->erase_hashed(old, hash);
+  }
 }
 
 void Index::replace(Tuple* old, Tuple* nw) {
-  if (hash_) return replace_hashed(old, nw, nw ? hash_->hash_of(nw->data()) : 0);
+  if (hash_) return replace_hashed(old, nw, hash_->hash_of((nw ? nw : old)->data()));
   if (old && nw) {
     const TreeElem eo = elem(old), en = elem(nw);
     if (eo.hint == en.hint && cmp_def_.compare(old->data(), nw->data()) == 0) {

@@ -63,8 +63,9 @@ class Index {
   Tuple* get(const uint8_t* key) const;
 
   void replace(Tuple* old, Tuple* nw);
-  // The same on a HASH index, with nw_hash == hash().hash_of(nw->data()).
-  void replace_hashed(Tuple* old, Tuple* nw, uint64_t nw_hash);
+  // The same on a HASH index, given the hash of the key this leaves in it: nw's when nw is
+  // given, else old's (see HashTable::hash_of).
+  void replace_hashed(Tuple* old, Tuple* nw, uint64_t hash);
   void clear();
   // Fills an empty index from tuples; throws ER_DUPLICATE_KEY (nothing kept) on equal keys.
   void build(const std::vector<Tuple*>& tuples, const std::string& space_name);

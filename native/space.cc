@@ -121,13 +121,13 @@ void Space::insert_tuple(Tuple* t, bool replace, uint64_t hash) {
   apply(old, t, &hash);
 }
 
-void Space::apply(Tuple* old, Tuple* nw, const uint64_t* nw_pk_hash) {
+void Space::apply(Tuple* old, Tuple* nw, const uint64_t* pk_hash) {
   if (depth_ > 0 && undo_.size() == undo_.capacity()) undo_.reserve(std::max<size_t>(64, undo_.capacity() * 2));
   size_t done = 0;
   try {
     for (; done < indexes_.size(); done++) {
       Index& idx = *indexes_[done];
-      if (done == 0 && nw_pk_hash != nullptr && idx.type() == IndexType::kHash) idx.replace_hashed(old, nw, *nw_pk_hash);
+      if (done == 0 && pk_hash != nullptr && idx.type() == IndexType::kHash) idx.replace_hashed(old, nw, *pk_hash);
       else idx.replace(old, nw);
     }
   } catch (...) {
@@ -213,7 +213,7 @@ bool Space::remove(const uint8_t* key, std::string* out) {
   return true;
 }
 
-void Space::remove_tuple(Tuple* t) { apply(t, nullptr); }
+void Space::remove_tuple(Tuple* t, uint64_t hash) { apply(t, nullptr, &hash); }
 
 std::vector<Tuple*> Space::all_tuples() const {
   std::vector<Tuple*> tuples;

@@ -52,12 +52,22 @@ class Space {
   // Removes the tuple with this primary key (a checked key's first part); appends its bytes to
   // `out`. Returns false when absent.
   bool remove(const uint8_t* key, std::string* out);
-  // Removes exactly this stored tuple from every index.
-  void remove_tuple(Tuple* t);
-  // Prefetches the hash slots a later remove_tuple(t) will touch; t should already be in cache.
-  void prefetch_remove(const Tuple* t) const {
-    for (const auto& idx : indexes_)
-      if (idx->type() == IndexType::kHash) idx->hash().prefetch(t);
+  // The primary key's hash of a tuple's bytes when the primary is HASH (0 otherwise), which
+  // saves computing it again inside the calls that take one.
+  uint64_t pk_hash(const uint8_t* data) const;
+  // Removes exactly this stored tuple from every index; `hash` is pk_hash(t->data()).
+  void remove_tuple(Tuple* t, uint64_t hash);
+  // Prefetches the hash slots a later remove_tuple(t) will touch, and returns pk_hash(t->data())
+  // for it; t should already be in cache.
+  uint64_t prefetch_remove(const Tuple* t) const {
+    uint64_t pk = 0;
+    for (size_t i = 0; i < indexes_.size(); i++) {
+      if (indexes_[i]->type() != IndexType::kHash) continue;
+      const uint64_t h = indexes_[i]->hash().hash_of(t->data());
+      indexes_[i]->hash().prefetch_hash(h);
+      if (i == 0) pk = h;
+    }
+    return pk;
   }
 
   size_t len() const;
@@ -87,8 +97,6 @@ class Space {
   // the caller already ran mp::check over exactly these bytes.
   void check_tuple(const uint8_t* data, size_t size, bool checked) const;
   Tuple* copy_tuple(const uint8_t* data, size_t size);
-  // The primary key's hash when the primary is HASH (0 otherwise), for the *_hashed calls.
-  uint64_t pk_hash(const uint8_t* data) const;
   // Copies checked bytes into a tuple and inserts it; `hash` is pk_hash(data).
   void insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t hash);
   std::vector<Tuple*> all_tuples() const;
@@ -105,8 +113,9 @@ class Space {
     }
   }
   void insert_tuple(Tuple* t, bool replace, uint64_t hash);
-  // Replaces old by nw in every index (either may be null); nw_pk_hash, when given, is pk_hash(nw).
-  void apply(Tuple* old, Tuple* nw, const uint64_t* nw_pk_hash = nullptr);
+  // Replaces old by nw in every index (either may be null). pk_hash, when given, is pk_hash() of
+  // the tuple this leaves in the primary: nw when given, else old.
+  void apply(Tuple* old, Tuple* nw, const uint64_t* pk_hash = nullptr);
   void require_primary() const;
   void free_tuple(Tuple* t) { arena_.free(t); }
 
