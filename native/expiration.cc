@@ -16,8 +16,10 @@ ChunkResult expire_chunk(Space& space, Cursor& cursor, uint32_t fieldno, uint32_
   limit.d = now;
   // Batches of tuples from the cursor: read every TTL first (prefetching the hash slots of the
   // expired ones), then delete. Tuples sit in slabs in insertion order, not in index order, so
-  // this lets their cache misses overlap instead of queueing one by one.
-  constexpr uint32_t kBatch = 64;
+  // this lets their cache misses overlap instead of queueing one by one; the cursor prefetches
+  // tuples further ahead as it walks. Small batches keep that steady: with 64, a burst of
+  // prefetches overran the CPU's miss buffers and the pure HASH scan took 45 ms instead of 35.
+  constexpr uint32_t kBatch = 16;
   Tuple* batch[kBatch];
   bool expired[kBatch];
   uint64_t hash[kBatch];
