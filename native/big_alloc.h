@@ -24,11 +24,19 @@ namespace ce {
 
 constexpr size_t kHugePage = size_t(2) << 20;
 
+// What big_calloc(bytes) really takes: huge-page mappings are whole 2 MiB pages.
+inline size_t big_size(size_t bytes) {
+#ifdef CE_BIG_MMAP
+  if (bytes >= kHugePage) return (bytes + kHugePage - 1) & ~(kHugePage - 1);
+#endif
+  return bytes;
+}
+
 // Returns `bytes` zeroed bytes; throws std::bad_alloc.
 inline void* big_calloc(size_t bytes) {
 #ifdef CE_BIG_MMAP
   if (bytes >= kHugePage) {
-    const size_t len = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+    const size_t len = big_size(bytes);
     void* raw = mmap(nullptr, len + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) throw std::bad_alloc();
     const uintptr_t base = reinterpret_cast<uintptr_t>(raw);
@@ -50,7 +58,7 @@ inline void big_free(void* p, size_t bytes) {
   if (p == nullptr) return;
 #ifdef CE_BIG_MMAP
   if (bytes >= kHugePage) {
-    munmap(p, (bytes + kHugePage - 1) & ~(kHugePage - 1));
+    munmap(p, big_size(bytes));
     return;
   }
 #endif

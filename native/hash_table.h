@@ -20,7 +20,8 @@
 // allocation changes nothing.
 //
 // Costs: find, insert and erase are O(1) expected, one cache miss for the slot and one for the
-// tuple; rehash is O(n) and amortised. Memory is 8 bytes a slot at a load between 53% and 80%.
+// tuple; rehash is O(n) and amortised. Memory is 8 bytes a slot at a load between 53% and 80%,
+// plus the rounding of a large table up to whole 2 MiB pages.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +44,7 @@ class HashTable {
 
   size_t size() const { return size_; }
   size_t capacity() const { return cap_; }
-  size_t memory() const { return cap_ * sizeof(uint64_t); }
+  size_t memory() const { return big_size(cap_ * sizeof(uint64_t)); }
   uint64_t generation() const { return generation_; }
 
   // The hash of tuple t's key, for the *_hashed calls (which save computing it twice).
