@@ -200,7 +200,15 @@ Napi::Value SpaceObject::Insert(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     const Bytes b = arg_bytes(info, 0, "tuple");
-    s.insert(b.data, b.size, arg_bool(info, 1, "replace"));
+    const bool replace = arg_bool(info, 1, "replace");
+    // Optional [start, end): the tuple is that range of the Buffer (msgpackr's reused buffer).
+    size_t start = 0, end = b.size;
+    if (info.Length() > 2 && !info[2].IsUndefined()) {
+      start = arg_u32(info, 2, "start");
+      end = arg_u32(info, 3, "end");
+      if (start > end || end > b.size) throw bad_arg("start/end", "a range inside the tuple Buffer");
+    }
+    s.insert(b.data + start, end - start, replace);
     return info.Env().Undefined();
   });
 }

@@ -16,7 +16,8 @@ export type NativeResult = number | Buffer | null;
 
 export interface NativeSpace {
   createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number;
-  insert(tuple: Buffer, replace: boolean): void;
+  /** start/end: the tuple is that range of the Buffer (default: all of it). */
+  insert(tuple: Buffer, replace: boolean, start?: number, end?: number): void;
   insertMany(tuples: Buffer): number;
   get(index: number, key: NativeKey, scratch: Buffer): NativeResult;
   delete(key: NativeKey, scratch: Buffer): NativeResult;
@@ -78,8 +79,8 @@ class SpaceHandle implements NativeSpace {
   createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number {
     return fns.createIndex(this.h, name, type, unique, fields, types);
   }
-  insert(tuple: Buffer, replace: boolean): void {
-    fns.insert(this.h, tuple, replace);
+  insert(tuple: Buffer, replace: boolean, start?: number, end?: number): void {
+    fns.insert(this.h, tuple, replace, start, end);
   }
   insertMany(tuples: Buffer): number {
     return fns.insertMany(this.h, tuples);

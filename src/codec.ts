@@ -1,7 +1,7 @@
 // MessagePack at the boundary: tuples and keys are packed here with msgpackr, and what the
 // addon returns is unpacked here. Reads land in one reusable scratch Buffer (the addon returns
 // the byte count) unless they are larger, in which case the addon returns a fresh Buffer.
-import { Packr, Unpackr } from 'msgpackr';
+import { Packr, REUSE_BUFFER_MODE, Unpackr } from 'msgpackr';
 import type { NativeKey, NativeResult } from './binding.js';
 import { CappedError, type ErrorCode } from './errors.js';
 
@@ -38,12 +38,12 @@ function wellFormed(value: unknown, depth: number): boolean {
 
 // msgpackr throws plain errors for what MessagePack cannot hold (a BigInt beyond 64 bits, a
 // Symbol, a cyclic array); they become CappedErrors with a code.
-function encode(value: unknown, code: ErrorCode, what: string): Buffer {
+function encode(value: unknown, code: ErrorCode, what: string, mode = 0): Buffer {
   if (!wellFormed(value, 0)) {
     throw new CappedError(`${what} has a string with a lone surrogate, which has no UTF-8 form`, code);
   }
   try {
-    return packr.pack(value);
+    return packr.pack(value, mode);
   } catch (error) {
     throw new CappedError(`${what} cannot be encoded as MessagePack: ${(error as Error).message}`, code);
   }
@@ -51,6 +51,15 @@ function encode(value: unknown, code: ErrorCode, what: string): Buffer {
 
 export function pack(value: unknown): Buffer {
   return encode(value, 'ER_TUPLE_FORMAT', 'the tuple');
+}
+
+/** A packed tuple in msgpackr's own buffer: bytes [start, end), valid until the next pack. */
+export type PackedRange = Buffer & { start: number; end: number };
+
+// For one tuple on its way straight into the addon, which copies it: msgpackr then returns its
+// working buffer with start/end instead of allocating a subarray (about 40 ns a call).
+export function packRange(value: unknown): PackedRange {
+  return encode(value, 'ER_TUPLE_FORMAT', 'the tuple', REUSE_BUFFER_MODE) as PackedRange;
 }
 
 // Numbers and booleans cross as they are (the addon encodes them, exactly); strings and arrays

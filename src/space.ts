@@ -4,7 +4,7 @@
 // Tuples and keys are packed with msgpackr before they cross; results come back as MessagePack
 // bytes and are unpacked here (codec.ts).
 import { createSpaceHandle, Iter, type NativeCursor, type NativeSpace } from './binding.js';
-import { decodeMany, decodeOne, pack, packKey, scratchBuffer, type Key, type Tuple } from './codec.js';
+import { decodeMany, decodeOne, pack, packKey, packRange, scratchBuffer, type Key, type Tuple } from './codec.js';
 import { CappedError, illegal } from './errors.js';
 import { checkCount, checkName, checkOptions, checkTuple, describe } from './validate.js';
 
@@ -225,12 +225,14 @@ export class Space {
   }
 
   insert(tuple: Tuple): Tuple {
-    this.handle.insert(pack(checkTuple('insert', tuple)), false);
+    const b = packRange(checkTuple('insert', tuple));
+    this.handle.insert(b, false, b.start, b.end);
     return tuple;
   }
 
   replace(tuple: Tuple): Tuple {
-    this.handle.insert(pack(checkTuple('replace', tuple)), true);
+    const b = packRange(checkTuple('replace', tuple));
+    this.handle.insert(b, true, b.start, b.end);
     return tuple;
   }
 

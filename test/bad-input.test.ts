@@ -404,6 +404,19 @@ describe('malformed MessagePack reaching the native layer', () => {
     space.checkIntegrity();
   });
 
+  it('a tuple given as a range of a larger Buffer is that range, which must lie inside it', () => {
+    const space = fixture();
+    const framed = B([0xff, 0xc1, 0x95, 0x33, 0xa1, 0x79, 0x01, 0x02, 0xc2, 0xc1]);
+    space.handle.insert(framed, false, 2, 9);
+    expect(space.get(51)).toEqual([51, 'y', 1, 2, false]);
+    refused(space, 'ER_TUPLE_FORMAT', () => space.handle.insert(framed, false, 2, 10));
+    refused(space, 'ER_TUPLE_FORMAT', () => space.handle.insert(framed, false, 0, 9));
+    refused(space, 'ER_ILLEGAL_PARAMS', () => space.handle.insert(framed, false, 9, 2));
+    refused(space, 'ER_ILLEGAL_PARAMS', () => space.handle.insert(framed, false, 2, 11));
+    refused(space, 'ER_ILLEGAL_PARAMS', () => space.handle.insert(framed, false, -1, 9));
+    refused(space, 'ER_ILLEGAL_PARAMS', () => space.handle.insert(framed, false, 2, undefined));
+  });
+
   for (const [what, bytes] of Object.entries(malformed)) {
     it(`insert refuses ${what} with ER_TUPLE_FORMAT`, () => {
       const space = fixture();
