@@ -85,6 +85,7 @@ class HashTable {
 
   // Swaps a stored tuple for another with the same key, in place.
   void replace_same(const Tuple* old, Tuple* nw) {
+    if (reinterpret_cast<uintptr_t>(nw) >> kTagShift) throw std::bad_alloc();  // as in insert_hashed
     const size_t i = locate(old);
     slots_[i] = (slots_[i] & ~kPtrMask) | reinterpret_cast<uintptr_t>(nw);
   }
