@@ -99,41 +99,54 @@ void write_out(const Args& info, size_t i, std::initializer_list<double> values)
 
 }  // namespace
 
-template <Napi::Value (SpaceObject::*Method)(const Args&)>
+template <Napi::Value (SpaceObject::*Method)(const Args&), bool kChangesMemory>
 Napi::Value SpaceObject::Call(const Napi::CallbackInfo& info) {
-  return guard(info.Env(), [&]() -> Napi::Value {
+  SpaceObject* self = nullptr;
+  Napi::Value result = guard(info.Env(), [&]() -> Napi::Value {
     AddonData* data = info.Env().GetInstanceData<AddonData>();
     void* ptr = nullptr;
     if (info.Length() < 1 || napi_get_value_external(info.Env(), info[0], &ptr) != napi_ok ||
         data->spaces.count(static_cast<SpaceObject*>(ptr)) == 0)
       throw bad_arg("space", "a space handle made by createSpace()");
-    return (static_cast<SpaceObject*>(ptr)->*Method)(Args(info, 1));
+    self = static_cast<SpaceObject*>(ptr);
+    return (self->*Method)(Args(info, 1));
   });
+  if (kChangesMemory && self != nullptr) self->report_memory(info.Env());
+  return result;
+}
+
+void SpaceObject::report_memory(napi_env env) {
+  const int64_t now = space_ ? int64_t(space_->tuple_memory() + space_->index_memory()) : 0;
+  const int64_t delta = now - reported_;
+  if (delta == 0 || (now != 0 && delta > -kReportStep && delta < kReportStep)) return;
+  int64_t total = 0;
+  // Plain N-API: no C++ exception and no effect on an exception already pending.
+  if (napi_adjust_external_memory(env, delta, &total) == napi_ok) reported_ = now;
 }
 
 void SpaceObject::Register(Napi::Env env, Napi::Object exports) {
   exports.Set("createSpace", Napi::Function::New<CreateSpace>(env, "createSpace"));
   Napi::Object methods = Napi::Object::New(env);
-  methods.Set("createIndex", Napi::Function::New<Call<&SpaceObject::CreateIndex>>(env, "createIndex"));
-  methods.Set("insert", Napi::Function::New<Call<&SpaceObject::Insert>>(env, "insert"));
-  methods.Set("insertMany", Napi::Function::New<Call<&SpaceObject::InsertMany>>(env, "insertMany"));
+  methods.Set("createIndex", Napi::Function::New<Call<&SpaceObject::CreateIndex, true>>(env, "createIndex"));
+  methods.Set("insert", Napi::Function::New<Call<&SpaceObject::Insert, true>>(env, "insert"));
+  methods.Set("insertMany", Napi::Function::New<Call<&SpaceObject::InsertMany, true>>(env, "insertMany"));
   methods.Set("get", Napi::Function::New<Call<&SpaceObject::Get>>(env, "get"));
-  methods.Set("delete", Napi::Function::New<Call<&SpaceObject::Delete>>(env, "delete"));
+  methods.Set("delete", Napi::Function::New<Call<&SpaceObject::Delete, true>>(env, "delete"));
   methods.Set("select", Napi::Function::New<Call<&SpaceObject::Select>>(env, "select"));
   methods.Set("count", Napi::Function::New<Call<&SpaceObject::Count>>(env, "count"));
   methods.Set("minmax", Napi::Function::New<Call<&SpaceObject::MinMax>>(env, "minmax"));
   methods.Set("len", Napi::Function::New<Call<&SpaceObject::Len>>(env, "len"));
   methods.Set("memory", Napi::Function::New<Call<&SpaceObject::Memory>>(env, "memory"));
-  methods.Set("truncate", Napi::Function::New<Call<&SpaceObject::Truncate>>(env, "truncate"));
-  methods.Set("drop", Napi::Function::New<Call<&SpaceObject::Drop>>(env, "drop"));
+  methods.Set("truncate", Napi::Function::New<Call<&SpaceObject::Truncate, true>>(env, "truncate"));
+  methods.Set("drop", Napi::Function::New<Call<&SpaceObject::Drop, true>>(env, "drop"));
   methods.Set("begin", Napi::Function::New<Call<&SpaceObject::Begin>>(env, "begin"));
-  methods.Set("commit", Napi::Function::New<Call<&SpaceObject::Commit>>(env, "commit"));
-  methods.Set("rollback", Napi::Function::New<Call<&SpaceObject::Rollback>>(env, "rollback"));
+  methods.Set("commit", Napi::Function::New<Call<&SpaceObject::Commit, true>>(env, "commit"));
+  methods.Set("rollback", Napi::Function::New<Call<&SpaceObject::Rollback, true>>(env, "rollback"));
   methods.Set("cursor", Napi::Function::New<Call<&SpaceObject::NewCursor>>(env, "cursor"));
-  methods.Set("expireChunk", Napi::Function::New<Call<&SpaceObject::ExpireChunk>>(env, "expireChunk"));
-  methods.Set("rollbackChunk", Napi::Function::New<Call<&SpaceObject::RollbackChunk>>(env, "rollbackChunk"));
+  methods.Set("expireChunk", Napi::Function::New<Call<&SpaceObject::ExpireChunk, true>>(env, "expireChunk"));
+  methods.Set("rollbackChunk", Napi::Function::New<Call<&SpaceObject::RollbackChunk, true>>(env, "rollbackChunk"));
   methods.Set("scanChunk", Napi::Function::New<Call<&SpaceObject::ScanChunk>>(env, "scanChunk"));
-  methods.Set("deleteVisited", Napi::Function::New<Call<&SpaceObject::DeleteVisited>>(env, "deleteVisited"));
+  methods.Set("deleteVisited", Napi::Function::New<Call<&SpaceObject::DeleteVisited, true>>(env, "deleteVisited"));
   methods.Set("checkIntegrity", Napi::Function::New<Call<&SpaceObject::CheckIntegrity>>(env, "checkIntegrity"));
   exports.Set("space", methods);
 }
@@ -151,6 +164,8 @@ Napi::Value SpaceObject::CreateSpace(const Napi::CallbackInfo& cb) {
     Napi::External<SpaceObject> ext = Napi::External<SpaceObject>::New(
         info.Env(), self.get(), [](Napi::Env env, SpaceObject* dead) {
           if (AddonData* d = env.GetInstanceData<AddonData>()) d->spaces.erase(dead);
+          dead->space_.reset();
+          dead->report_memory(env);
           delete dead;
         });
     self->handle_ = Napi::Weak(Napi::Value(ext));

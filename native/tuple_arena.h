@@ -94,9 +94,9 @@ class TupleArena {
   static size_t footprint(uint32_t size) {
     return (sizeof(Tuple) + size_t(size) + kGrain - 1) / kGrain * kGrain;
   }
-  // Large tuples are separate malloc blocks, which reset() does not free.
   // Whether any tuple is a separate malloc block.
   bool has_large() const { return large_bytes_ > 0; }
+  // Large tuples are separate malloc blocks, which reset() does not free.
   static bool is_large(const Tuple* t) { return kAlwaysMalloc || footprint(t->size) > kMaxSmall; }
 
  private:
