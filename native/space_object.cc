@@ -1,5 +1,7 @@
 #include "space_object.h"
 
+#include <algorithm>
+
 #include "cursor_object.h"
 #include "expiration.h"
 #include "msgpack.h"
@@ -116,7 +118,8 @@ Napi::Value SpaceObject::Call(const Napi::CallbackInfo& info) {
 }
 
 void SpaceObject::report_memory(napi_env env) {
-  const int64_t now = space_ ? int64_t(space_->tuple_memory() + space_->index_memory()) : 0;
+  const int64_t held = space_ ? int64_t(space_->tuple_memory() + space_->index_memory()) : 0;
+  const int64_t now = std::min(held, kReportCap);
   const int64_t delta = now - reported_;
   if (delta == 0 || (now != 0 && delta > -kReportStep && delta < kReportStep)) return;
   int64_t total = 0;

@@ -122,7 +122,8 @@ describe('garbage collection', () => {
   test('V8 is told about native memory, so unreachable spaces are collected without any explicit gc()', async () => {
     // 40 spaces of ~27 MB each, none dropped and no gc() call. V8 sees each space's native
     // memory (napi_adjust_external_memory) and collects on its own. Without the reporting it saw
-    // only a few small JavaScript objects: 9 of the 40 were collected and RSS reached 1 GB.
+    // only a few small JavaScript objects: 9 of the 40 were collected and RSS reached 1 GB. (It is
+    // told up to 16 MiB a space, which is enough.)
     const rounds = 40;
     const lines = await runPhase('pressure', rounds, 20);
     const last = lines.filter((l) => l.round !== undefined).pop() as Line;
