@@ -378,23 +378,52 @@ cat <<EOF
   FUZZ_RUNS=$FUZZ_RUNS
   node --require=${MAIN_PRELOAD#$ROOT/} node_modules/vitest/vitest.mjs run --execArgv=--require=${PRELOAD#$ROOT/} $*
 EOF
-started=$SECONDS
-rc=0
-# The output is also kept in build-asan/vitest-output.log: UBSan ignores log_path when it shares
-# the process with ASan, so its reports (from forks, or children with inherited stderr) are found
-# there.
-set +o pipefail
-sanitized node --require="$MAIN_PRELOAD" "$ROOT/node_modules/vitest/vitest.mjs" run --execArgv="--require=$PRELOAD" "$@" 2>&1 | tee "$OUTPUT_LOG"
-rc=${PIPESTATUS[0]}
-set -o pipefail
-elapsed=$((SECONDS - started))
+# One run of the suite: sets rc (vitest's status), reports_rc (1 when a sanitizer report or
+# marker was found) and elapsed.
+run_suite() {
+  started=$SECONDS
+  rc=0
+  rm -f "$REPORTS"/asan.* "$REPORTS"/ubsan.*
+  # The output is also kept in build-asan/vitest-output.log: UBSan ignores log_path when it
+  # shares the process with ASan, so its reports (from forks, or children with inherited stderr)
+  # are found there.
+  set +o pipefail
+  sanitized node --require="$MAIN_PRELOAD" "$ROOT/node_modules/vitest/vitest.mjs" run --execArgv="--require=$PRELOAD" "$@" 2>&1 | tee "$OUTPUT_LOG"
+  rc=${PIPESTATUS[0]}
+  set -o pipefail
+  elapsed=$((SECONDS - started))
 
-reports_rc=0
-check_reports || reports_rc=1
-if grep -qE "$MARKERS" "$OUTPUT_LOG"; then
-  reports_rc=1
-  printf '\n----- sanitizer output in the vitest log (%s) -----\n' "${OUTPUT_LOG#$ROOT/}"
-  grep -nE -A12 "$MARKERS" "$OUTPUT_LOG" | head -200
+  reports_rc=0
+  check_reports || reports_rc=1
+  if grep -qE "$MARKERS" "$OUTPUT_LOG"; then
+    reports_rc=1
+    printf '\n----- sanitizer output in the vitest log (%s) -----\n' "${OUTPUT_LOG#$ROOT/}"
+    grep -nE -A12 "$MARKERS" "$OUTPUT_LOG" | head -200
+  fi
+}
+
+# LeakSanitizer's stop-the-world tracer sometimes crashes at a process's exit ("Tracer caught
+# signal 11 ... LeakSanitizer has encountered a fatal error"): a known intermittent fault of LSan
+# itself under load (google/sanitizers#1353), not a leak, and the process then exits non-zero. It
+# has hit one child process of this suite once so far, in a CI run on a busy 2-core machine. True
+# when that is the only thing found: at least one report has the tracer's signature, every report
+# has it, and the log holds no sanitizer error. Then the suite runs once more, and that run
+# decides: a real failure fails again.
+only_tracer_crashes() {
+  local f seen=0
+  for f in "$REPORTS"/asan.* "$REPORTS"/ubsan.*; do
+    [[ -s "$f" ]] || continue
+    grep -q 'Tracer caught signal' "$f" && grep -q 'LeakSanitizer has encountered a fatal error' "$f" || return 1
+    grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f" && return 1
+    seen=1
+  done
+  [[ $seen -eq 1 ]] && ! grep -qE "$MARKERS" "$OUTPUT_LOG"
+}
+
+run_suite "$@"
+if [[ $rc -ne 0 || $reports_rc -ne 0 ]] && only_tracer_crashes; then
+  say "LeakSanitizer's tracer crashed (LSan's own intermittent fault, reports above; not a leak): running the suite once more"
+  run_suite "$@"
 fi
 check_normal_build
 
