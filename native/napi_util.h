@@ -43,16 +43,32 @@ class Args {
   size_t skip_;
 };
 
+// Throws a CappedError (or, before setErrorClass, an Error with a `code`). Plain N-API calls, no
+// node-addon-api wrappers: while a worker is being terminated or the process is exiting, no
+// JavaScript can run and every throw fails; node-addon-api turns such a failure into a fatal
+// error, which would take the whole process down. Here the error is then dropped: nobody is left
+// to catch it.
 inline void throw_js(Napi::Env env, const char* code, const std::string& message) {
+  bool pending = false;
+  if (napi_is_exception_pending(env, &pending) != napi_ok || pending) return;
+  napi_value msg = nullptr, code_value = nullptr, error = nullptr;
+  if (napi_create_string_utf8(env, message.data(), message.size(), &msg) != napi_ok ||
+      napi_create_string_utf8(env, code, NAPI_AUTO_LENGTH, &code_value) != napi_ok)
+    return;
   AddonData* data = env.GetInstanceData<AddonData>();
   if (data != nullptr && !data->error_ctor.IsEmpty()) {
-    Napi::Value err = data->error_ctor.New({Napi::String::New(env, message), Napi::String::New(env, code)});
-    if (!env.IsExceptionPending()) Napi::Error(env, err).ThrowAsJavaScriptException();
-    return;
+    napi_value ctor = nullptr;
+    napi_value args[2] = {msg, code_value};
+    if (napi_get_reference_value(env, data->error_ctor, &ctor) != napi_ok || ctor == nullptr ||
+        napi_new_instance(env, ctor, 2, args, &error) != napi_ok)
+      error = nullptr;
   }
-  Napi::Error e = Napi::Error::New(env, message);
-  e.Set("code", Napi::String::New(env, code));
-  e.ThrowAsJavaScriptException();
+  if (napi_is_exception_pending(env, &pending) != napi_ok || pending) return;  // the constructor threw
+  if (error == nullptr) {
+    if (napi_create_error(env, code_value, msg, &error) != napi_ok) return;
+    if (napi_set_named_property(env, error, "code", code_value) != napi_ok) return;
+  }
+  napi_throw(env, error);  // fails only when JavaScript can no longer run: nothing to do then
 }
 
 template <class F>
