@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
+import { fitSlope, mb } from './support/memory.js';
 
 const { ensureDist } = createRequire(__filename)('./fixtures/dist.cjs') as { ensureDist: () => string };
 const FIXTURE = path.join(__dirname, 'fixtures', 'gc-spaces.cjs');
@@ -62,20 +63,6 @@ function runPhase(phase: string, rounds: number, mb: number): Promise<Line[]> {
   });
 }
 
-const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-
-function fitSlope(ys: number[]): number {
-  const n = ys.length;
-  const mx = (n - 1) / 2;
-  const my = ys.reduce((a, b) => a + b, 0) / n;
-  let num = 0;
-  let den = 0;
-  ys.forEach((y, x) => {
-    num += (x - mx) * (y - my);
-    den += (x - mx) ** 2;
-  });
-  return num / den;
-}
 
 /**
  * RSS after the warm-up rounds must not keep growing: if the spaces were not freed, every round

@@ -3,16 +3,7 @@
 // float64), strings bytewise by UTF-8, booleans false < true; BigInt keys are exact.
 import { describe, expect, it } from 'vitest';
 import { CappedError, Space, type FieldType, type Key, type Tuple } from '../src/index.js';
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(CappedError);
-    return (error as CappedError).code;
-  }
-  throw new Error('expected the call to throw');
-}
+import { codeOf } from './support/errors.js';
 
 function single(type: FieldType, index: 'TREE' | 'HASH' = 'TREE'): Space {
   const space = new Space(`keys-${type}`);

@@ -2,17 +2,8 @@
 // past the last returned tuple; HASH never skips a tuple that lives through the whole walk), and
 // min/max/count/len.
 import { describe, expect, it } from 'vitest';
-import { CappedError, Space, type Tuple } from '../src/index.js';
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(CappedError);
-    return (error as CappedError).code;
-  }
-  throw new Error('expected the call to throw');
-}
+import { Space, type Tuple } from '../src/index.js';
+import { codeOf } from './support/errors.js';
 
 function tree(n: number, step = 10): Space {
   const space = new Space('tree');

@@ -1,7 +1,8 @@
 // select(): every iterator on TREE (single-part, multipart, prefixes), limit/offset, the order of
 // equal keys in a non-unique TREE, and HASH ALL/EQ.
 import { describe, expect, it } from 'vitest';
-import { CappedError, Space, type IteratorType, type Tuple } from '../src/index.js';
+import { Space, type IteratorType, type Tuple } from '../src/index.js';
+import { codeOf } from './support/errors.js';
 
 const ITERATORS: IteratorType[] = ['EQ', 'REQ', 'ALL', 'GE', 'GT', 'LE', 'LT'];
 type Scalar = number | string | boolean;
@@ -37,16 +38,6 @@ function reference(tuples: Tuple[], fields: number[], pkFields: number[], key: S
     case 'LE': return sorted.filter((t) => c(t) <= 0).reverse();
     case 'LT': return (k.length === 0 ? sorted : sorted.filter((t) => c(t) < 0)).reverse();
   }
-}
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(CappedError);
-    return (error as CappedError).code;
-  }
-  throw new Error('expected the call to throw');
 }
 
 function shuffled<T>(items: T[], seed = 1): T[] {

@@ -1,17 +1,8 @@
 // Space: construction, indexes (including building one on a non-empty space), and the data
 // operations insert/replace/get/delete/len/truncate/drop/memory.
 import { describe, expect, it } from 'vitest';
-import { CappedError, Space } from '../src/index.js';
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(CappedError);
-    return (error as CappedError).code;
-  }
-  throw new Error('expected the call to throw');
-}
+import { Space } from '../src/index.js';
+import { codeOf } from './support/errors.js';
 
 function users(): Space {
   const space = new Space('users');

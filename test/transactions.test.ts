@@ -2,16 +2,7 @@
 // every index; nested transactions undo only their own changes.
 import { describe, expect, it } from 'vitest';
 import { CappedError, Space, type Tuple } from '../src/index.js';
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(CappedError);
-    return (error as CappedError).code;
-  }
-  throw new Error('expected the call to throw');
-}
+import { codeOf } from './support/errors.js';
 
 // pk TREE on field 1, a unique TREE on field 2, a unique HASH on field 3, a non-unique TREE on field 4.
 function accounts(): Space {

@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { fitSlope, mb } from './support/memory.js';
 import { Space, expirationd } from '../src/index.js';
 
 const { ensureDist } = createRequire(__filename)('./fixtures/dist.cjs') as { ensureDist: () => string };
@@ -154,20 +155,3 @@ describe('the addon in worker threads', () => {
   });
 });
 
-function mb(bytes: number): string {
-  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-}
-
-/** Least-squares slope of ys over 0..n-1. */
-function fitSlope(ys: number[]): number {
-  const n = ys.length;
-  const mx = (n - 1) / 2;
-  const my = ys.reduce((a, b) => a + b, 0) / n;
-  let num = 0;
-  let den = 0;
-  ys.forEach((y, x) => {
-    num += (x - mx) * (y - my);
-    den += (x - mx) ** 2;
-  });
-  return num / den;
-}
