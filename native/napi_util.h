@@ -64,10 +64,7 @@ inline void throw_js(Napi::Env env, const char* code, const std::string& message
       error = nullptr;
   }
   if (napi_is_exception_pending(env, &pending) != napi_ok || pending) return;  // the constructor threw
-  if (error == nullptr) {
-    if (napi_create_error(env, code_value, msg, &error) != napi_ok) return;
-    if (napi_set_named_property(env, error, "code", code_value) != napi_ok) return;
-  }
+  if (error == nullptr && napi_create_error(env, code_value, msg, &error) != napi_ok) return;  // sets .code
   napi_throw(env, error);  // fails only when JavaScript can no longer run: nothing to do then
 }
 
