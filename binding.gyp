@@ -3,16 +3,16 @@
     {
       "target_name": "capped_expirationd",
       "sources": [
-        "native/addon.cc",
-        "native/cursor.cc",
-        "native/cursor_object.cc",
-        "native/expiration.cc",
-        "native/index.cc",
-        "native/key_def.cc",
-        "native/space.cc",
-        "native/space_object.cc"
+        "native/engine/cursor.cc",
+        "native/engine/expiry/chunk.cc",
+        "native/engine/index.cc",
+        "native/engine/key_def.cc",
+        "native/engine/space.cc",
+        "native/napi/addon.cc",
+        "native/napi/cursor_object.cc",
+        "native/napi/space_object.cc"
       ],
-      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "include_dirs": ["native/engine", "<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=9", "NAPI_DISABLE_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED",
                   "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],
       "cflags!": ["-fno-exceptions"],

@@ -12,7 +12,7 @@
 #     build/Release/capped_expirationd.node is unchanged (or, if a concurrent `npm run
 #     build:native` replaced it, that it is not instrumented).
 #  2. Builds dist/ (tsc), as `npm test` does, so no test has to build it under the sanitizer.
-#  3. Runs vitest with CAPPED_EXPIRATIOND_ADDON pointing at the sanitizer build (src/binding.ts
+#  3. Runs vitest with CAPPED_EXPIRATIOND_ADDON pointing at the sanitizer build (src/native/loader.ts
 #     loads it; child processes and worker threads inherit it), LD_PRELOAD=libasan, leak
 #     checking on (suppressions: scripts/lsan.supp, Node/V8/third-party allocations only), every
 #     report written to build-asan/reports/run-<pid>/ (log_path), next to a proc.<pid> file per

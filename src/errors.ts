@@ -1,5 +1,5 @@
 // Errors: every failure the library reports is a CappedError with a stable `code`.
-// The native layer constructs the same class (binding.ts registers it), so JavaScript and C++
+// The native layer constructs the same class (src/native/loader.ts registers it), so JavaScript and C++
 // errors look alike to the user.
 
 export type ErrorCode =

@@ -3,6 +3,7 @@
 // to the internal native handle directly, the one place the tests reach past the public API.
 import { afterEach, describe, expect, it } from 'vitest';
 import { CappedError, Space, expirationd, type ErrorCode, type Key, type Tuple } from '../src/index.js';
+import { handleOf } from '../src/space/space.js';
 
 function state(space: Space): unknown {
   return {
@@ -209,9 +210,9 @@ describe('indexes and iterators', () => {
     refused(space, 'ER_NO_SUCH_INDEX', () => expirationd.start('t', space, { rmIndex: 'nope', field: 3 }));
     refused(space, 'ER_NO_SUCH_INDEX', () => expirationd.start('t', space, { itIndex: 'nope', field: 3 }));
     const scratch = Buffer.alloc(1024);
-    refused(space, 'ER_NO_SUCH_INDEX', () => space.handle.get(4, 1, scratch));
-    refused(space, 'ER_NO_SUCH_INDEX', () => space.handle.select(99, undefined, 2, Infinity, 0, scratch));
-    refused(space, 'ER_NO_SUCH_INDEX', () => space.handle.cursor(99, undefined, 2));
+    refused(space, 'ER_NO_SUCH_INDEX', () => handleOf(space).get(4, 1, scratch));
+    refused(space, 'ER_NO_SUCH_INDEX', () => handleOf(space).select(99, undefined, 2, Infinity, 0, scratch));
+    refused(space, 'ER_NO_SUCH_INDEX', () => handleOf(space).cursor(99, undefined, 2));
   });
 
   it('an unknown iterator is ER_ITERATOR_TYPE', () => {
@@ -223,7 +224,7 @@ describe('indexes and iterators', () => {
       refused(space, 'ER_ITERATOR_TYPE', () => space.count(1, opts));
       refused(space, 'ER_ITERATOR_TYPE', () => space.index.score.select(1, opts));
     }
-    refused(space, 'ER_ITERATOR_TYPE', () => space.handle.select(0, undefined, 99, Infinity, 0, Buffer.alloc(64)));
+    refused(space, 'ER_ITERATOR_TYPE', () => handleOf(space).select(0, undefined, 99, Infinity, 0, Buffer.alloc(64)));
   });
 
   it('a HASH iterator other than ALL and EQ is ER_ITERATOR_TYPE', () => {
@@ -399,7 +400,7 @@ describe('malformed MessagePack reaching the native layer', () => {
 
   it('valid bytes through the handle are accepted (the baseline)', () => {
     const space = fixture();
-    space.handle.insert(B([0x95, 0x32, 0xa1, 0x7a, 0x01, 0x01, 0xc3]), false);
+    handleOf(space).insert(B([0x95, 0x32, 0xa1, 0x7a, 0x01, 0x01, 0xc3]), false);
     expect(space.get(50)).toEqual([50, 'z', 1, 1, true]);
     space.checkIntegrity();
   });
@@ -407,28 +408,28 @@ describe('malformed MessagePack reaching the native layer', () => {
   it('a tuple given as a range of a larger Buffer is that range, which must lie inside it', () => {
     const space = fixture();
     const framed = B([0xff, 0xc1, 0x95, 0x33, 0xa1, 0x79, 0x01, 0x02, 0xc2, 0xc1]);
-    space.handle.insert(framed, false, 2, 9);
+    handleOf(space).insert(framed, false, 2, 9);
     expect(space.get(51)).toEqual([51, 'y', 1, 2, false]);
-    refused(space, 'ER_TUPLE_FORMAT', () => space.handle.insert(framed, false, 2, 10));
-    refused(space, 'ER_TUPLE_FORMAT', () => space.handle.insert(framed, false, 0, 9));
-    refused(space, 'ER_ILLEGAL_PARAMS', () => space.handle.insert(framed, false, 9, 2));
-    refused(space, 'ER_ILLEGAL_PARAMS', () => space.handle.insert(framed, false, 2, 11));
-    refused(space, 'ER_ILLEGAL_PARAMS', () => space.handle.insert(framed, false, -1, 9));
-    refused(space, 'ER_ILLEGAL_PARAMS', () => space.handle.insert(framed, false, 2, undefined));
+    refused(space, 'ER_TUPLE_FORMAT', () => handleOf(space).insert(framed, false, 2, 10));
+    refused(space, 'ER_TUPLE_FORMAT', () => handleOf(space).insert(framed, false, 0, 9));
+    refused(space, 'ER_ILLEGAL_PARAMS', () => handleOf(space).insert(framed, false, 9, 2));
+    refused(space, 'ER_ILLEGAL_PARAMS', () => handleOf(space).insert(framed, false, 2, 11));
+    refused(space, 'ER_ILLEGAL_PARAMS', () => handleOf(space).insert(framed, false, -1, 9));
+    refused(space, 'ER_ILLEGAL_PARAMS', () => handleOf(space).insert(framed, false, 2, undefined));
   });
 
   for (const [what, bytes] of Object.entries(malformed)) {
     it(`insert refuses ${what} with ER_TUPLE_FORMAT`, () => {
       const space = fixture();
-      refused(space, 'ER_TUPLE_FORMAT', () => space.handle.insert(B(bytes), false));
-      refused(space, 'ER_TUPLE_FORMAT', () => space.handle.insert(B(bytes), true));
+      refused(space, 'ER_TUPLE_FORMAT', () => handleOf(space).insert(B(bytes), false));
+      refused(space, 'ER_TUPLE_FORMAT', () => handleOf(space).insert(B(bytes), true));
     });
   }
 
   it('insert refuses a million levels of nesting without overflowing the stack', () => {
     const space = fixture();
     const deep = [0x96, 0x05, 0xa1, 0x61, 0x01, 0x01, 0xc3, ...Array(1_000_000).fill(0x91), 0x01];
-    refused(space, 'ER_TUPLE_FORMAT', () => space.handle.insert(B(deep), false));
+    refused(space, 'ER_TUPLE_FORMAT', () => handleOf(space).insert(B(deep), false));
   });
 
   it('insertMany refuses a batch with malformed bytes anywhere and inserts nothing', () => {
@@ -449,7 +450,7 @@ describe('malformed MessagePack reaching the native layer', () => {
       let error: unknown;
       const before = state(space);
       try {
-        space.handle.insertMany(B(bytes));
+        handleOf(space).insertMany(B(bytes));
       } catch (e) {
         error = e;
       }
@@ -458,7 +459,7 @@ describe('malformed MessagePack reaching the native layer', () => {
       expect(state(space), what).toEqual(before);
       space.checkIntegrity();
     }
-    expect(space.handle.insertMany(B([0x92, ...good, ...good2]))).toBe(2);
+    expect(handleOf(space).insertMany(B([0x92, ...good, ...good2]))).toBe(2);
     expect(space.len()).toBe(12);
   });
 
@@ -466,19 +467,19 @@ describe('malformed MessagePack reaching the native layer', () => {
     const space = fixture();
     const scratch = Buffer.alloc(1024);
     for (const bytes of [[0xc1], [0x92, 0x01], [0x01], [0x91, 0x01, 0x01], [0xdd, 0xff, 0xff, 0xff, 0xff]]) {
-      refused(space, 'ER_KEY_TYPE', () => space.handle.select(0, B(bytes), 0, Infinity, 0, scratch));
-      refused(space, 'ER_KEY_TYPE', () => space.handle.get(0, B(bytes), scratch));
-      refused(space, 'ER_KEY_TYPE', () => space.handle.delete(B(bytes), scratch));
-      refused(space, 'ER_KEY_TYPE', () => space.handle.count(2, B(bytes), 3));
-      refused(space, 'ER_KEY_TYPE', () => space.handle.cursor(0, B(bytes), 3));
+      refused(space, 'ER_KEY_TYPE', () => handleOf(space).select(0, B(bytes), 0, Infinity, 0, scratch));
+      refused(space, 'ER_KEY_TYPE', () => handleOf(space).get(0, B(bytes), scratch));
+      refused(space, 'ER_KEY_TYPE', () => handleOf(space).delete(B(bytes), scratch));
+      refused(space, 'ER_KEY_TYPE', () => handleOf(space).count(2, B(bytes), 3));
+      refused(space, 'ER_KEY_TYPE', () => handleOf(space).cursor(0, B(bytes), 3));
     }
   });
 
   it('arguments of the wrong JavaScript type are ER_ILLEGAL_PARAMS', () => {
     const space = fixture();
-    refused(space, 'ER_ILLEGAL_PARAMS', () => space.handle.insert('x' as unknown as Buffer, false));
-    refused(space, 'ER_ILLEGAL_PARAMS', () => space.handle.insertMany([1] as unknown as Buffer));
-    refused(space, 'ER_ILLEGAL_PARAMS', () => space.handle.get(-1, 1, Buffer.alloc(8)));
-    refused(space, 'ER_ILLEGAL_PARAMS', () => space.handle.count(1.5, 1, 0));
+    refused(space, 'ER_ILLEGAL_PARAMS', () => handleOf(space).insert('x' as unknown as Buffer, false));
+    refused(space, 'ER_ILLEGAL_PARAMS', () => handleOf(space).insertMany([1] as unknown as Buffer));
+    refused(space, 'ER_ILLEGAL_PARAMS', () => handleOf(space).get(-1, 1, Buffer.alloc(8)));
+    refused(space, 'ER_ILLEGAL_PARAMS', () => handleOf(space).count(1.5, 1, 0));
   });
 });

@@ -452,7 +452,7 @@ function trackTaskTimers() {
   const live = new Set<number>();
   const hook = createHook({
     init(asyncId, type) {
-      if ((type === 'Timeout' || type === 'Immediate') && /expirationd\.[tj]s/.test(new Error().stack ?? '')) live.add(asyncId);
+      if ((type === 'Timeout' || type === 'Immediate') && /[\\/]expirationd[\\/]/.test(new Error().stack ?? '')) live.add(asyncId);
     },
     destroy(asyncId) {
       live.delete(asyncId);

@@ -1,4 +1,4 @@
-// Stress test for native/btree.h. Usage: btree_test [large_n]  (default 200000)
+// Stress test for native/engine/index/btree.h. Usage: btree_test [large_n]  (default 200000)
 //
 // Every tree operation is checked against std::set. Elements are {key, hint = key}; the
 // comparator aborts when it sees a key that is neither stored nor the key being searched, so a
@@ -6,7 +6,7 @@
 // pointers to heap tuples that are deleted right after their erase, for ASan to catch the same.
 // operator new is replaced to inject std::bad_alloc and check that a failed insert/build leaves
 // the tree unchanged.
-#include "../btree.h"
+#include "index/btree.h"
 
 #include <algorithm>
 #include <chrono>

@@ -14,7 +14,7 @@ for mode in per-node pool; do
   [ "$mode" = per-node ] && defines="-DCE_TUPLE_MALLOC"
   "${CXX:-g++}" -std=c++17 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
     -fno-sanitize-recover=undefined -Wall -Wextra -Werror $defines \
-    "$here/btree_test.cc" -o "$out/btree_test"
+    -I "$here/../engine" "$here/btree_test.cc" -o "$out/btree_test"
   echo "btree_test ($mode nodes)"
   ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
   UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \

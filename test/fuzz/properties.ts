@@ -18,6 +18,7 @@ import fc from 'fast-check';
 import { Packr, Unpackr } from 'msgpackr';
 import { CappedError, Space, expirationd, type Task } from '../../src/index.js';
 import { mulberry32 } from '../../bench/lib/random.js';
+import { handleOf } from '../../src/space/space.js';
 
 export const FUZZ_RUNS = positiveInt(process.env.FUZZ_RUNS, 10000);
 /** Reproduces one failing case: FUZZ_SEED=<seed> FUZZ_PATH=<path> npx vitest run test/<file>. */
@@ -575,7 +576,7 @@ function checkSpace(space: Space, model: ModelSpace): void {
   const scratch = Buffer.alloc(256);
   model.indexes.forEach((idx, id) => {
     same(`index '${idx.name}' len()`, space.indexes[id].len(), model.size);
-    const r = space.handle.select(id, undefined, ITER.ALL, Infinity, 0, scratch);
+    const r = handleOf(space).select(id, undefined, ITER.ALL, Infinity, 0, scratch);
     const bytes = typeof r === 'number' ? scratch.subarray(0, r) : r;
     sameWalk(`index '${idx.name}' contents`, splitValues(bytes), idx.type === 'TREE'
       ? { tuples: model.sorted(idx), ordered: true } : { tuples: model.tuples, ordered: false });
@@ -984,7 +985,7 @@ function resultBytes(what: string, r: unknown, scratch: Buffer | undefined): Buf
 }
 
 function runRawOp(space: Space, model: ModelSpace, o: RawOp, types: Array<FieldType | undefined> = []): void {
-  const h = space.handle;
+  const h = handleOf(space);
   switch (o.op) {
     case 'bulk': {
       // Hundreds of tuples (B+tree splits and merges, hash rehashes), checked once at the end.
@@ -1088,7 +1089,7 @@ function checkSlice(what: string, space: Space, index: number, key: Buffer, iter
     sameWalk(what, got, { tuples: walk.tuples.slice(from, to), ordered: true });
     return;
   }
-  const full = space.handle.select(index, key, iter, Infinity, 0, undefined as unknown as Buffer) as Buffer;
+  const full = handleOf(space).select(index, key, iter, Infinity, 0, undefined as unknown as Buffer) as Buffer;
   const all = splitValues(full);
   sameWalk(`${what} (full HASH walk)`, all, walk);
   same(`${what} (HASH slice)`, got.map((b) => b.toString('hex')), all.slice(from, to).map((b) => b.toString('hex')));
@@ -1133,7 +1134,7 @@ export function malformedBytesProperty(): fc.IPropertyWithHooks<[Schema, Buffer[
         runCase(() => {
           for (const t of seed) {
             const next = model.clone();
-            if (next.insert(t, true).ok) { space.handle.insert(t, true); model.assign(next); }
+            if (next.insert(t, true).ok) { handleOf(space).insert(t, true); model.assign(next); }
           }
           const id = index % model.indexes.length;
           const key: KeySpec = { raw: keyBytes };

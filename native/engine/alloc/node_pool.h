@@ -22,7 +22,7 @@
 #include <new>
 #include <vector>
 
-#include "big_alloc.h"
+#include "alloc/big_alloc.h"
 
 namespace ce {
 

@@ -68,7 +68,7 @@ class Cursor {
   Saved save() const;
   void restore(const Saved& s);
 
-  // The copy of the visited tuples kept by the scan-for-predicate path (see expiration.h).
+  // The copy of the visited tuples kept by the scan-for-predicate path (see expiry/chunk.h).
   std::string& visited() { return visited_; }
   std::vector<size_t>& visited_offsets() { return visited_offsets_; }
 

@@ -26,7 +26,7 @@
 #include "index.h"
 #include "key_def.h"
 #include "tuple.h"
-#include "tuple_arena.h"
+#include "alloc/tuple_arena.h"
 
 namespace ce {
 

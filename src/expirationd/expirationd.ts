@@ -18,12 +18,12 @@
 // back, the cursor is put back, the error goes to 'error' listeners and onFullScanError, and
 // the task carries on after its usual wait with restarts + 1.
 import { EventEmitter } from 'node:events';
-import type { NativeCursor } from './binding.js';
-import { Iter } from './binding.js';
-import { decodeMany, scratchBuffer, type Tuple } from './codec.js';
-import { CappedError, illegal } from './errors.js';
-import { dropHooks, Space, type Index } from './space.js';
-import { checkCount, checkFunction, checkName, checkOptions, checkPositiveNumber } from './validate.js';
+import type { NativeCursor } from '../native/loader.js';
+import { Iter } from '../native/loader.js';
+import { decodeMany, scratchBuffer, type Tuple } from '../native/codec.js';
+import { CappedError, illegal } from '../errors.js';
+import { dropHooks, Space, type Index } from '../space/space.js';
+import { checkCount, checkFunction, checkName, checkOptions, checkPositiveNumber } from '../validate.js';
 
 export interface TaskStats {
   /** Tuples visited. */

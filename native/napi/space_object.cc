@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "cursor_object.h"
-#include "expiration.h"
+#include "expiry/chunk.h"
 #include "msgpack.h"
 #include "napi_util.h"
 

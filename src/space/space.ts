@@ -3,10 +3,10 @@
 // Options and arguments are checked here; the addon checks again (it may be reached directly).
 // Tuples and keys are packed with msgpackr before they cross; results come back as MessagePack
 // bytes and are unpacked here (codec.ts).
-import { createSpaceHandle, Iter, type NativeCursor, type NativeSpace } from './binding.js';
-import { decodeMany, decodeOne, pack, packKey, packRange, scratchBuffer, type Key, type Tuple } from './codec.js';
-import { CappedError, illegal } from './errors.js';
-import { checkCount, checkName, checkOptions, checkTuple, describe } from './validate.js';
+import { createSpaceHandle, Iter, type NativeCursor, type NativeSpace } from '../native/loader.js';
+import { decodeMany, decodeOne, pack, packKey, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import { CappedError, illegal } from '../errors.js';
+import { checkCount, checkName, checkOptions, checkTuple, describe } from '../validate.js';
 
 export type FieldType = 'unsigned' | 'integer' | 'number' | 'string' | 'boolean';
 export type IndexType = 'TREE' | 'HASH';
@@ -43,6 +43,14 @@ const FIELD_TYPES: readonly FieldType[] = ['unsigned', 'integer', 'number', 'str
 const ITERATORS: Record<IteratorType, Iter> = {
   EQ: Iter.EQ, REQ: Iter.REQ, ALL: Iter.ALL, GE: Iter.GE, GT: Iter.GT, LE: Iter.LE, LT: Iter.LT,
 };
+
+/**
+ * @internal The native handle of a space, for the daemon and for tests that reach past the
+ * public API. Not exported from the package's entry.
+ */
+export function handleOf(space: Space): NativeSpace {
+  return space.handle;
+}
 
 /** Hooks the expiration daemon uses to learn that a space was dropped. */
 export const dropHooks = new WeakMap<Space, Set<() => void>>();

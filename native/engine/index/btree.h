@@ -63,7 +63,7 @@
 #include <utility>
 #include <vector>
 
-#include "node_pool.h"
+#include "alloc/node_pool.h"
 
 namespace ce {
 

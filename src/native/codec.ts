@@ -2,8 +2,8 @@
 // addon returns is unpacked here. Reads land in one reusable scratch Buffer (the addon returns
 // the byte count) unless they are larger, in which case the addon returns a fresh Buffer.
 import { Packr, REUSE_BUFFER_MODE, Unpackr } from 'msgpackr';
-import type { NativeKey, NativeResult } from './binding.js';
-import { CappedError, type ErrorCode } from './errors.js';
+import type { NativeKey, NativeResult } from './loader.js';
+import { CappedError, type ErrorCode } from '../errors.js';
 
 export type Tuple = unknown[];
 export type KeyPart = number | string | boolean | bigint;

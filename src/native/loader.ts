@@ -2,7 +2,7 @@
 // surface. CAPPED_EXPIRATIOND_ADDON=/path/to/addon.node loads another build, such as the
 // sanitizer build that `npm run test:asan` makes.
 import * as path from 'node:path';
-import { CappedError } from './errors.js';
+import { CappedError } from '../errors.js';
 
 export interface NativeCursor {
   next(scratch: Buffer): number | Buffer | null;
@@ -57,7 +57,7 @@ interface Addon {
 function load(): Addon {
   const override = process.env.CAPPED_EXPIRATIOND_ADDON;
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const addon: Addon = override ? require(path.resolve(override)) : require('node-gyp-build')(path.join(__dirname, '..'));
+  const addon: Addon = override ? require(path.resolve(override)) : require('node-gyp-build')(path.join(__dirname, '..', '..'));
   addon.setErrorClass(CappedError as unknown as new (message: string, code: string) => Error);
   return addon;
 }

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "btree.h"
-#include "hash_table.h"
+#include "index/btree.h"
+#include "index/hash_table.h"
 #include "key_def.h"
 #include "tuple.h"
 

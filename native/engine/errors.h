@@ -1,6 +1,6 @@
 // Errors raised by the native core.
 //
-// The core (everything but space_object.cc and addon.cc) is plain C++ with no N-API in it. It
+// The core (native/engine/) is plain C++ with no N-API in it. It
 // reports bad input by throwing DbError, which carries a stable code that JavaScript sees as
 // `err.code`. The N-API layer catches DbError, std::bad_alloc and any other std::exception at
 // every entry point, so no C++ exception ever crosses into N-API.

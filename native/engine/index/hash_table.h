@@ -29,7 +29,7 @@
 #include <cstring>
 #include <new>
 
-#include "big_alloc.h"
+#include "alloc/big_alloc.h"
 #include "key_def.h"
 #include "tuple.h"
 

@@ -1,4 +1,4 @@
-#include "expiration.h"
+#include "expiry/chunk.h"
 
 #include <algorithm>
 #include <cmath>

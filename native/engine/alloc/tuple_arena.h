@@ -26,7 +26,7 @@
 #include <new>
 #include <vector>
 
-#include "big_alloc.h"
+#include "alloc/big_alloc.h"
 #include "tuple.h"
 
 namespace ce {
