@@ -17,6 +17,7 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { Space, expirationd } from '../src/index.js';
+import { handleOf } from '../src/space/space.js';
 
 function flag(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -143,7 +144,7 @@ function cpuMs(since: NodeJS.CpuUsage): number {
 function nativeLoop(name: string, pk: 'HASH' | 'TREE', indexed: boolean): NativeRow {
   const { space, expired } = load(pk, indexed);
   collectGarbage();
-  const h = space.handle;
+  const h = handleOf(space);
   const cursor = h.cursor(indexed ? 1 : 0, undefined, 2 /* ALL */, true);
   const out = new Float64Array(5);
   const scratch = Buffer.alloc(64);

@@ -1,8 +1,8 @@
 // capped-expirationd: an in-process, Tarantool-style space with a capped expiration daemon.
 export { Space, Index } from './space/space.js';
 export type { FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, MemoryUsage } from './space/space.js';
-export { expirationd, Task } from './expirationd/expirationd.js';
-export type { TaskOptions, TaskStats } from './expirationd/expirationd.js';
+export { expirationd, Task } from './expirationd/index.js';
+export type { TaskOptions, TaskStats } from './expirationd/index.js';
 export { CappedError } from './errors.js';
 export type { ErrorCode } from './errors.js';
 export type { Tuple, Key, KeyPart } from './native/codec.js';

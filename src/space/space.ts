@@ -1,32 +1,24 @@
-// Space and Index: the public classes over the addon's SpaceHandle.
+// Space: the public class over one native space (src/native/loader.ts). Options and arguments
+// are checked here; the addon checks again. Tuples and keys are packed with msgpackr before they
+// cross; results come back as MessagePack bytes and are unpacked here (codec.ts).
 //
-// Options and arguments are checked here; the addon checks again (it may be reached directly).
-// Tuples and keys are packed with msgpackr before they cross; results come back as MessagePack
-// bytes and are unpacked here (codec.ts).
-import { createSpaceHandle, Iter, type NativeCursor, type NativeSpace } from '../native/loader.js';
-import { decodeMany, decodeOne, pack, packKey, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+// The native handle is private: an ECMAScript private field, reached inside the package only
+// through handleOf(), which src/index.ts does not export. The daemon learns of a drop through
+// onDrop(), also internal.
+import { createSpaceHandle, type NativeSpace } from '../native/loader.js';
+import { decodeOne, pack, packKey, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
-import { checkCount, checkName, checkOptions, checkTuple, describe } from '../validate.js';
+import { checkCount, checkName, checkOptions, checkTuple } from '../validate.js';
+import { checkKey, checkParts, type IndexType, type IteratorType } from './args.js';
+import { Index, type SelectOptions } from './index.js';
 
-export type FieldType = 'unsigned' | 'integer' | 'number' | 'string' | 'boolean';
-export type IndexType = 'TREE' | 'HASH';
-export type IteratorType = 'EQ' | 'REQ' | 'ALL' | 'GE' | 'GT' | 'LE' | 'LT';
-
-export interface Part {
-  field: number;
-  type: FieldType;
-}
+export type { FieldType, IndexType, IteratorType, Part } from './args.js';
+export { Index, type SelectOptions } from './index.js';
 
 export interface IndexOptions {
   type?: IndexType;
   unique?: boolean;
-  parts: Array<Part | [number, FieldType]>;
-}
-
-export interface SelectOptions {
-  iterator?: IteratorType;
-  limit?: number;
-  offset?: number;
+  parts: Array<import('./args.js').Part | [number, import('./args.js').FieldType]>;
 }
 
 export interface SpaceOptions {
@@ -39,153 +31,37 @@ export interface MemoryUsage {
   total: number;
 }
 
-const FIELD_TYPES: readonly FieldType[] = ['unsigned', 'integer', 'number', 'string', 'boolean'];
-const ITERATORS: Record<IteratorType, Iter> = {
-  EQ: Iter.EQ, REQ: Iter.REQ, ALL: Iter.ALL, GE: Iter.GE, GT: Iter.GT, LE: Iter.LE, LT: Iter.LT,
-};
+let handleOfSpace: (space: Space) => NativeSpace | undefined;
+const dropHooks = new WeakMap<Space, Set<() => void>>();
 
 /**
  * @internal The native handle of a space, for the daemon and for tests that reach past the
  * public API. Not exported from the package's entry.
  */
 export function handleOf(space: Space): NativeSpace {
-  return space.handle;
+  const h = handleOfSpace(space);
+  if (h === undefined) throw illegal('not a Space');
+  return h;
 }
 
-/** Hooks the expiration daemon uses to learn that a space was dropped. */
-export const dropHooks = new WeakMap<Space, Set<() => void>>();
-
-function iteratorOf(where: string, value: unknown): Iter | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !(value.toUpperCase() in ITERATORS)) {
-    throw new CappedError(`${where}: unknown iterator '${String(value)}' (expected one of ${Object.keys(ITERATORS).join(', ')})`,
-      'ER_ITERATOR_TYPE');
-  }
-  return ITERATORS[value.toUpperCase() as IteratorType];
-}
-
-function isScalar(v: unknown): boolean {
-  const t = typeof v;
-  return t === 'number' || t === 'string' || t === 'boolean' || t === 'bigint';
-}
-
-function checkKey(where: string, key: unknown): Key | undefined {
-  if (key === undefined || key === null) return undefined;
-  if (isScalar(key)) return key as Key;
-  if (Array.isArray(key) && key.every(isScalar)) return key as Key;
-  throw new CappedError(`${where}: a key is a number, string, boolean or an array of them, got ${describe(key)}`, 'ER_KEY_TYPE');
-}
-
-function checkParts(where: string, parts: unknown): Part[] {
-  if (!Array.isArray(parts) || parts.length === 0) throw illegal(`${where}: parts must be a non-empty array`);
-  return parts.map((p: unknown, i) => {
-    const [field, type] = Array.isArray(p) ? p : p !== null && typeof p === 'object'
-      ? [(p as Part).field, (p as Part).type] : [undefined, undefined];
-    if (typeof field !== 'number' || !Number.isInteger(field) || field < 1 || field > 65535) {
-      throw illegal(`${where}: parts[${i}].field must be a 1-based field number, got ${String(field)}`);
-    }
-    if (!FIELD_TYPES.includes(type as FieldType)) {
-      throw illegal(`${where}: parts[${i}].type must be one of ${FIELD_TYPES.join(', ')}, got ${String(type)}`);
-    }
-    return { field, type: type as FieldType };
-  });
-}
-
-export class Index {
-  readonly name: string;
-  readonly id: number;
-  readonly type: IndexType;
-  readonly unique: boolean;
-  readonly parts: readonly Part[];
-  readonly space: Space;
-  private readonly h: NativeSpace;
-
-  /** @internal */
-  constructor(space: Space, handle: NativeSpace, id: number, name: string, type: IndexType, unique: boolean, parts: Part[]) {
-    this.space = space;
-    this.h = handle;
-    this.id = id;
-    this.name = name;
-    this.type = type;
-    this.unique = unique;
-    this.parts = Object.freeze(parts.map((p) => Object.freeze({ ...p })));
-  }
-
-  /** The tuple with this full key, or undefined. Unique indexes only. */
-  get(key: Key): Tuple | undefined {
-    return decodeOne(this.h.get(this.id, packKey(checkKey('get', key)), scratchBuffer()));
-  }
-
-  select(key?: Key, options?: SelectOptions): Tuple[] {
-    const o = checkOptions('select', options, ['iterator', 'limit', 'offset']);
-    const iterator = iteratorOf('select', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
-    const limit = checkCount('select', 'limit', o.limit, Infinity, true);
-    const offset = checkCount('select', 'offset', o.offset, 0, true);
-    return decodeMany(this.h.select(this.id, packKey(checkKey('select', key)), iterator, limit, offset, scratchBuffer()));
-  }
-
-  /** A lazy iterator; it stays valid while the space changes between steps. */
-  pairs(key?: Key, options?: { iterator?: IteratorType }): IterableIterator<Tuple> {
-    const o = checkOptions('pairs', options, ['iterator']);
-    const iterator = iteratorOf('pairs', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
-    return new TupleIterator(this.h.cursor(this.id, packKey(checkKey('pairs', key)), iterator));
-  }
-
-  /** The first tuple (with this key prefix, when given). TREE only. */
-  min(key?: Key): Tuple | undefined {
-    return decodeOne(this.h.minmax(this.id, packKey(checkKey('min', key)), false, scratchBuffer()));
-  }
-
-  /** The last tuple (with this key prefix, when given). TREE only. */
-  max(key?: Key): Tuple | undefined {
-    return decodeOne(this.h.minmax(this.id, packKey(checkKey('max', key)), true, scratchBuffer()));
-  }
-
-  count(key?: Key, options?: { iterator?: IteratorType }): number {
-    const o = checkOptions('count', options, ['iterator']);
-    const iterator = iteratorOf('count', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
-    return this.h.count(this.id, packKey(checkKey('count', key)), iterator);
-  }
-
-  len(): number {
-    return this.h.len(this.id);
-  }
-}
-
-class TupleIterator implements IterableIterator<Tuple> {
-  private cursor: NativeCursor | undefined;
-
-  constructor(cursor: NativeCursor) {
-    this.cursor = cursor;
-  }
-
-  next(): IteratorResult<Tuple> {
-    if (this.cursor === undefined) return { done: true, value: undefined };
-    const tuple = decodeOne(this.cursor.next(scratchBuffer()));
-    if (tuple === undefined) {
-      this.cursor = undefined;
-      return { done: true, value: undefined };
-    }
-    return { done: false, value: tuple };
-  }
-
-  return(): IteratorResult<Tuple> {
-    this.cursor = undefined;
-    return { done: true, value: undefined };
-  }
-
-  [Symbol.iterator](): IterableIterator<Tuple> {
-    return this;
-  }
+/** @internal Calls fn when the space is dropped; returns the function that unregisters it. */
+export function onDrop(space: Space, fn: () => void): () => void {
+  let hooks = dropHooks.get(space);
+  if (hooks === undefined) dropHooks.set(space, (hooks = new Set()));
+  hooks.add(fn);
+  return () => dropHooks.get(space)?.delete(fn);
 }
 
 export class Space {
   readonly name: string;
   /** Indexes by name, and by number (0 is the primary). */
   readonly index: Record<string, Index> = Object.create(null);
-  /** @internal */
-  readonly handle: NativeSpace;
+  readonly #h: NativeSpace;
   private readonly list: Index[] = [];
+
+  static {
+    handleOfSpace = (space) => (space !== null && typeof space === 'object' && #h in space ? space.#h : undefined);
+  }
   private isDropped = false;
 
   constructor(name: string, options?: SpaceOptions) {
@@ -193,7 +69,7 @@ export class Space {
     const o = checkOptions('new Space()', options, ['maxTupleSize']);
     const max = checkCount('new Space()', 'maxTupleSize', o.maxTupleSize, 1024 * 1024);
     if (max < 1 || max > 0xffffffff) throw illegal(`new Space(): maxTupleSize must be in [1, 2^32), got ${max}`);
-    this.handle = createSpaceHandle(name, max);
+    this.#h = createSpaceHandle(name, max);
   }
 
   get dropped(): boolean {
@@ -215,8 +91,8 @@ export class Space {
     const unique = (o.unique ?? true) as boolean;
     const parts = checkParts('createIndex', o.parts);
     if (/^\d+$/.test(name)) throw illegal(`createIndex: index name '${name}' must not be a number`);
-    const id = this.handle.createIndex(name, type, unique, parts.map((p) => p.field - 1), parts.map((p) => p.type));
-    const index = new Index(this, this.handle, id, name, type, unique, parts);
+    const id = this.#h.createIndex(name, type, unique, parts.map((p) => p.field - 1), parts.map((p) => p.type));
+    const index = new Index(this, this.#h, id, name, type, unique, parts);
     this.list.push(index);
     this.index[name] = index;
     this.index[id] = index;
@@ -234,13 +110,13 @@ export class Space {
 
   insert(tuple: Tuple): Tuple {
     const b = packRange(checkTuple('insert', tuple));
-    this.handle.insert(b, false, b.start, b.end);
+    this.#h.insert(b, false, b.start, b.end);
     return tuple;
   }
 
   replace(tuple: Tuple): Tuple {
     const b = packRange(checkTuple('replace', tuple));
-    this.handle.insert(b, true, b.start, b.end);
+    this.#h.insert(b, true, b.start, b.end);
     return tuple;
   }
 
@@ -248,7 +124,7 @@ export class Space {
   insertMany(tuples: Tuple[]): number {
     if (!Array.isArray(tuples)) throw new CappedError('insertMany: expects an array of tuples', 'ER_TUPLE_FORMAT');
     tuples.forEach((t, i) => checkTuple(`insertMany: tuple #${i}`, t));
-    return this.handle.insertMany(pack(tuples));
+    return this.#h.insertMany(pack(tuples));
   }
 
   get(key: Key): Tuple | undefined {
@@ -257,7 +133,7 @@ export class Space {
 
   /** Deletes by primary key; returns the deleted tuple, or undefined. */
   delete(key: Key): Tuple | undefined {
-    return decodeOne(this.handle.delete(packKey(checkKey('delete', key)), scratchBuffer()));
+    return decodeOne(this.#h.delete(packKey(checkKey('delete', key)), scratchBuffer()));
   }
 
   select(key?: Key, options?: SelectOptions): Tuple[] {
@@ -273,22 +149,22 @@ export class Space {
   }
 
   len(): number {
-    return this.handle.len();
+    return this.#h.len();
   }
 
   memory(): MemoryUsage {
-    const [tuples, indexes] = this.handle.memory();
+    const [tuples, indexes] = this.#h.memory();
     return { tuples, indexes, total: tuples + indexes };
   }
 
   truncate(): void {
-    this.handle.truncate();
+    this.#h.truncate();
   }
 
   /** Frees the native memory at once and ends the space's expiration tasks. */
   drop(): void {
     if (this.isDropped) return;
-    this.handle.drop();
+    this.#h.drop();
     this.isDropped = true;
     const hooks = dropHooks.get(this);
     if (hooks) for (const hook of [...hooks]) hook();
@@ -300,27 +176,27 @@ export class Space {
    */
   transaction<T>(fn: () => T): T {
     if (typeof fn !== 'function') throw illegal('transaction: expects a function');
-    const savepoint = this.handle.begin();
+    const savepoint = this.#h.begin();
     let result: T;
     try {
       result = fn();
     } catch (error) {
-      if (!this.isDropped) this.handle.rollback(savepoint);
+      if (!this.isDropped) this.#h.rollback(savepoint);
       throw error;
     }
     if (this.isDropped) return result;
     if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
-      this.handle.rollback(savepoint);
+      this.#h.rollback(savepoint);
       throw new CappedError('transaction: fn must be synchronous (it returned a promise); its changes were undone',
         'ER_TRANSACTION');
     }
-    this.handle.commit(savepoint);
+    this.#h.commit(savepoint);
     return result;
   }
 
   /** @internal Verifies that every index agrees with the primary (for tests). */
   checkIntegrity(): void {
-    const problem = this.handle.checkIntegrity();
+    const problem = this.#h.checkIntegrity();
     if (problem !== '') throw new CappedError(`Space '${this.name}' is inconsistent: ${problem}`, 'ER_INTERNAL');
   }
 }

@@ -1,0 +1,128 @@
+// Options of expirationd.start(): checked here, before anything runs, into a Config. Both forms
+// are accepted: an options object, and the capped module's positional
+// (rmIndex, itIndex, field, scanSize, scanTime).
+import type { Tuple } from '../native/codec.js';
+import { CappedError, illegal } from '../errors.js';
+import { Space, type Index } from '../space/space.js';
+import { checkCount, checkFunction, checkOptions, checkPositiveNumber } from '../validate.js';
+import type { Task } from './task.js';
+
+export interface TaskOptions {
+  rmIndex?: string;
+  itIndex?: string;
+  field?: number;
+  scanSize?: number;
+  scanTime?: number;
+  iterationDelay?: number;
+  fullScanDelay?: number;
+  unit?: 's' | 'ms';
+  now?: () => number;
+  isExpired?: (tuple: Tuple, now: number) => boolean;
+  /** May return a promise: its tuples are then deleted once it resolves (at-least-once). */
+  onExpired?: (tuples: Tuple[]) => unknown;
+  onFullScanStart?: (task: Task) => void;
+  onFullScanSuccess?: (task: Task) => void;
+  onFullScanError?: (task: Task, error: unknown) => void;
+  onFullScanComplete?: (task: Task) => void;
+  keepAlive?: boolean;
+}
+
+export type PositionalArgs = [rmIndex?: string, itIndex?: string, field?: number, scanSize?: number, scanTime?: number];
+
+const OPTION_NAMES = [
+  'rmIndex', 'itIndex', 'field', 'scanSize', 'scanTime', 'iterationDelay', 'fullScanDelay', 'unit', 'now',
+  'isExpired', 'onExpired', 'onFullScanStart', 'onFullScanSuccess', 'onFullScanError', 'onFullScanComplete',
+  'keepAlive',
+] as const;
+
+export type PassCallback = 'onFullScanStart' | 'onFullScanSuccess' | 'onFullScanError' | 'onFullScanComplete';
+
+export interface Config {
+  rm: Index;
+  it: Index;
+  /** 0-based TTL field (0 when only isExpired is given). */
+  fieldno: number;
+  scanSize: number;
+  scanTime: number;
+  iterationDelay: number;
+  fullScanDelay: number;
+  now: () => number;
+  /** itIndex is a TREE led by the TTL field: the first live tuple ends the pass. */
+  earlyBreak: boolean;
+  keepAlive: boolean;
+  isExpired: ((tuple: Tuple, now: number) => unknown) | undefined;
+  onExpired: ((tuples: Tuple[]) => unknown) | undefined;
+  pass: Partial<Record<PassCallback, (task: Task, error?: unknown) => unknown>>;
+}
+
+/** The options object of either form of start(name, space, ...rest). */
+export function optionsOf(rest: unknown[]): unknown {
+  if (typeof rest[0] !== 'string' && rest.length <= 1) return rest[0];
+  const [rmIndex, itIndex, field, scanSize, scanTime] = rest as PositionalArgs;
+  if (rmIndex !== undefined && typeof rmIndex !== 'string') throw illegal('expirationd.start: rmIndex must be an index name');
+  return Object.fromEntries(Object.entries({ rmIndex, itIndex, field, scanSize, scanTime }).filter(([, v]) => v !== undefined));
+}
+
+function resolveIndex(space: Space, name: unknown, what: string): Index {
+  if (typeof name !== 'string') throw illegal(`expirationd.start: ${what} must be an index name`);
+  const index = space.index[name];
+  if (index === undefined) {
+    throw new CappedError(`expirationd.start: no index '${name}' in space '${space.name}'`, 'ER_NO_SUCH_INDEX');
+  }
+  return index;
+}
+
+export function configure(space: Space, raw: unknown): Config {
+  if (!(space instanceof Space)) throw illegal('expirationd.start: space must be a Space');
+  if (space.dropped) throw new CappedError(`expirationd.start: space '${space.name}' was dropped`, 'ER_SPACE_DROPPED');
+  const o = checkOptions('expirationd.start', raw, OPTION_NAMES) as TaskOptions;
+  if (space.indexes.length === 0) {
+    throw new CappedError(`expirationd.start: space '${space.name}' has no primary index`, 'ER_NO_PRIMARY_INDEX');
+  }
+  const rm = o.rmIndex === undefined ? space.indexes[0] : resolveIndex(space, o.rmIndex, 'rmIndex');
+  const it = o.itIndex === undefined ? rm : resolveIndex(space, o.itIndex, 'itIndex');
+  if (!rm.unique) throw illegal(`expirationd.start: rmIndex '${rm.name}' must be unique`);
+  const isExpired = checkFunction<Config['isExpired']>('expirationd.start', 'isExpired', o.isExpired);
+  if (o.field === undefined && isExpired === undefined) {
+    throw illegal('expirationd.start: field (the 1-based TTL field) is required unless isExpired is given');
+  }
+  const field = checkCount('expirationd.start', 'field', o.field, 0);
+  if (o.field !== undefined && (field < 1 || field > 65535)) {
+    throw illegal(`expirationd.start: field must be a 1-based field number, got ${field}`);
+  }
+  const walksTtlTree = it !== rm && it.type === 'TREE';
+  if (walksTtlTree && it.parts[0].field !== field) {
+    throw illegal(`expirationd.start: itIndex '${it.name}' is a TREE whose first part is field ${it.parts[0].field}, ` +
+      `not the TTL field ${o.field === undefined ? '(none given)' : field}; walk the TTL index or the rmIndex itself`);
+  }
+  if (walksTtlTree && (it.parts[0].type === 'string' || it.parts[0].type === 'boolean')) {
+    throw illegal(`expirationd.start: the TTL field ${field} of index '${it.name}' must be numeric, not ${it.parts[0].type}`);
+  }
+  if (o.unit !== undefined && o.unit !== 's' && o.unit !== 'ms') throw illegal(`expirationd.start: unit must be 's' or 'ms'`);
+  const unit = o.unit ?? 's';
+  const now = checkFunction<() => number>('expirationd.start', 'now', o.now) ??
+    (unit === 's' ? () => Date.now() / 1000 : () => Date.now());
+  const pass: Config['pass'] = {};
+  for (const cb of ['onFullScanStart', 'onFullScanSuccess', 'onFullScanError', 'onFullScanComplete'] as const) {
+    pass[cb] = checkFunction('expirationd.start', cb, o[cb]);
+  }
+  const onExpired = checkFunction<Config['onExpired']>('expirationd.start', 'onExpired', o.onExpired);
+  if (o.keepAlive !== undefined && typeof o.keepAlive !== 'boolean') throw illegal('expirationd.start: keepAlive must be a boolean');
+  const scanSize = checkCount('expirationd.start', 'scanSize', o.scanSize, 1024);
+  if (scanSize < 1 || scanSize > 1_000_000) throw illegal(`expirationd.start: scanSize must be in [1, 1000000], got ${scanSize}`);
+  return {
+    rm,
+    it,
+    fieldno: Math.max(field - 1, 0),
+    scanSize,
+    scanTime: checkPositiveNumber('expirationd.start', 'scanTime', o.scanTime, 3600),
+    iterationDelay: checkPositiveNumber('expirationd.start', 'iterationDelay', o.iterationDelay, 1, true),
+    fullScanDelay: checkPositiveNumber('expirationd.start', 'fullScanDelay', o.fullScanDelay, 0, true),
+    now,
+    earlyBreak: walksTtlTree,
+    keepAlive: o.keepAlive ?? false,
+    isExpired,
+    onExpired,
+    pass,
+  };
+}

@@ -1,0 +1,55 @@
+// Argument checks shared by Space and Index: keys, iterator names and index parts.
+import { Iter } from '../native/loader.js';
+import type { Key } from '../native/codec.js';
+import { CappedError, illegal } from '../errors.js';
+import { describe } from '../validate.js';
+
+export type FieldType = 'unsigned' | 'integer' | 'number' | 'string' | 'boolean';
+export type IndexType = 'TREE' | 'HASH';
+export type IteratorType = 'EQ' | 'REQ' | 'ALL' | 'GE' | 'GT' | 'LE' | 'LT';
+
+export interface Part {
+  field: number;
+  type: FieldType;
+}
+
+const FIELD_TYPES: readonly FieldType[] = ['unsigned', 'integer', 'number', 'string', 'boolean'];
+const ITERATORS: Record<IteratorType, Iter> = {
+  EQ: Iter.EQ, REQ: Iter.REQ, ALL: Iter.ALL, GE: Iter.GE, GT: Iter.GT, LE: Iter.LE, LT: Iter.LT,
+};
+
+export function iteratorOf(where: string, value: unknown): Iter | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !(value.toUpperCase() in ITERATORS)) {
+    throw new CappedError(`${where}: unknown iterator '${String(value)}' (expected one of ${Object.keys(ITERATORS).join(', ')})`,
+      'ER_ITERATOR_TYPE');
+  }
+  return ITERATORS[value.toUpperCase() as IteratorType];
+}
+
+function isScalar(v: unknown): boolean {
+  const t = typeof v;
+  return t === 'number' || t === 'string' || t === 'boolean' || t === 'bigint';
+}
+
+export function checkKey(where: string, key: unknown): Key | undefined {
+  if (key === undefined || key === null) return undefined;
+  if (isScalar(key)) return key as Key;
+  if (Array.isArray(key) && key.every(isScalar)) return key as Key;
+  throw new CappedError(`${where}: a key is a number, string, boolean or an array of them, got ${describe(key)}`, 'ER_KEY_TYPE');
+}
+
+export function checkParts(where: string, parts: unknown): Part[] {
+  if (!Array.isArray(parts) || parts.length === 0) throw illegal(`${where}: parts must be a non-empty array`);
+  return parts.map((p: unknown, i) => {
+    const [field, type] = Array.isArray(p) ? p : p !== null && typeof p === 'object'
+      ? [(p as Part).field, (p as Part).type] : [undefined, undefined];
+    if (typeof field !== 'number' || !Number.isInteger(field) || field < 1 || field > 65535) {
+      throw illegal(`${where}: parts[${i}].field must be a 1-based field number, got ${String(field)}`);
+    }
+    if (!FIELD_TYPES.includes(type as FieldType)) {
+      throw illegal(`${where}: parts[${i}].type must be one of ${FIELD_TYPES.join(', ')}, got ${String(type)}`);
+    }
+    return { field, type: type as FieldType };
+  });
+}

@@ -1,0 +1,75 @@
+// Index: reads through one index of a space. The native handle it holds is the space's, passed
+// in by Space.createIndex and never exposed.
+import { Iter, type NativeSpace } from '../native/loader.js';
+import { decodeMany, decodeOne, packKey, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import { checkCount, checkOptions } from '../validate.js';
+import { checkKey, iteratorOf, type IndexType, type IteratorType, type Part } from './args.js';
+import { TupleIterator } from './iterator.js';
+import type { Space } from './space.js';
+
+export interface SelectOptions {
+  iterator?: IteratorType;
+  limit?: number;
+  offset?: number;
+}
+
+export class Index {
+  readonly name: string;
+  readonly id: number;
+  readonly type: IndexType;
+  readonly unique: boolean;
+  readonly parts: readonly Part[];
+  readonly space: Space;
+  readonly #h: NativeSpace;
+
+  /** @internal */
+  constructor(space: Space, handle: NativeSpace, id: number, name: string, type: IndexType, unique: boolean, parts: Part[]) {
+    this.space = space;
+    this.#h = handle;
+    this.id = id;
+    this.name = name;
+    this.type = type;
+    this.unique = unique;
+    this.parts = Object.freeze(parts.map((p) => Object.freeze({ ...p })));
+  }
+
+  /** The tuple with this full key, or undefined. Unique indexes only. */
+  get(key: Key): Tuple | undefined {
+    return decodeOne(this.#h.get(this.id, packKey(checkKey('get', key)), scratchBuffer()));
+  }
+
+  select(key?: Key, options?: SelectOptions): Tuple[] {
+    const o = checkOptions('select', options, ['iterator', 'limit', 'offset']);
+    const iterator = iteratorOf('select', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
+    const limit = checkCount('select', 'limit', o.limit, Infinity, true);
+    const offset = checkCount('select', 'offset', o.offset, 0, true);
+    return decodeMany(this.#h.select(this.id, packKey(checkKey('select', key)), iterator, limit, offset, scratchBuffer()));
+  }
+
+  /** A lazy iterator; it stays valid while the space changes between steps. */
+  pairs(key?: Key, options?: { iterator?: IteratorType }): IterableIterator<Tuple> {
+    const o = checkOptions('pairs', options, ['iterator']);
+    const iterator = iteratorOf('pairs', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
+    return new TupleIterator(this.#h.cursor(this.id, packKey(checkKey('pairs', key)), iterator));
+  }
+
+  /** The first tuple (with this key prefix, when given). TREE only. */
+  min(key?: Key): Tuple | undefined {
+    return decodeOne(this.#h.minmax(this.id, packKey(checkKey('min', key)), false, scratchBuffer()));
+  }
+
+  /** The last tuple (with this key prefix, when given). TREE only. */
+  max(key?: Key): Tuple | undefined {
+    return decodeOne(this.#h.minmax(this.id, packKey(checkKey('max', key)), true, scratchBuffer()));
+  }
+
+  count(key?: Key, options?: { iterator?: IteratorType }): number {
+    const o = checkOptions('count', options, ['iterator']);
+    const iterator = iteratorOf('count', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
+    return this.#h.count(this.id, packKey(checkKey('count', key)), iterator);
+  }
+
+  len(): number {
+    return this.#h.len(this.id);
+  }
+}
