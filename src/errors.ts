@@ -21,15 +21,19 @@ export type ErrorCode =
   | 'ER_ILLEGAL_PARAMS'
   | 'ER_TRANSACTION'
   | 'ER_MEMORY_ISSUE'
+  | 'ER_TUPLE_SKIPPED'
   | 'ER_INTERNAL';
 
 export class CappedError extends Error {
   readonly code: ErrorCode;
+  /** ER_TUPLE_SKIPPED: the primary key of the tuple the daemon skipped. */
+  declare readonly key?: unknown;
 
-  constructor(message: string, code: ErrorCode) {
-    super(message);
+  constructor(message: string, code: ErrorCode, details?: { key?: unknown; cause?: unknown }) {
+    super(message, details?.cause === undefined ? undefined : { cause: details.cause });
     this.name = 'CappedError';
     this.code = code;
+    if (details !== undefined && 'key' in details) (this as { key?: unknown }).key = details.key;
   }
 }
 

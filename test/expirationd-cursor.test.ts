@@ -218,11 +218,13 @@ test.each([false, true])('a HASH rehash inside onExpired, committed or rolled ba
     scanSize: 5,
     fullScanDelay: 3600,
     now: () => NOW,
-    onExpired: () => {
+    onExpired: (tuples) => {
       round++;
       const batch = Array.from({ length: 500 }, (_, i) => [next + i, NOW + 1, 'bulk'] as Tuple);
       space.insertMany(batch);
-      if (round % 2 === 1) throw new Error('roll the rehash back');
+      // Issue 10: a failed chunk is retried in halves and a tuple failing alone is skipped for
+      // the pass, so only deliveries of more than one tuple fail here.
+      if (round % 2 === 1 && tuples.length > 1) throw new Error('roll the rehash back');
       next += batch.length;
     },
   };

@@ -102,7 +102,8 @@ describe('between chunks', () => {
     expect(task.chunkDelay).toBe(10);
     failing = false;
     expectNextChunkAfter(task, 10_000);
-    expect(space.len()).toBe(99);
+    // Issue 10: the tuples that failed alone are skipped for the rest of the pass.
+    expect(space.len()).toBe(104);
   });
 });
 

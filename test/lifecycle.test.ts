@@ -266,7 +266,8 @@ describe('callbacks that re-enter the space', () => {
     });
     vi.advanceTimersToNextTimer();
     expect(task.stats().chunks).toBe(1);
-    expect(space.len()).toBe(TOTAL);
+    // Issue 10: the chunk's 5 expired tuples are then delivered again in halves, and deleted.
+    expect(space.len()).toBe(TOTAL - 5);
     expect(space.get(2000)).toBeUndefined();
     expect(space.get(0)).toBeDefined();
     space.checkIntegrity();

@@ -1,63 +1,263 @@
-// The chunk's transaction, shared by the strategies: one native expireChunk call (the TTL rule
-// decided natively), or a scan whose tuples JavaScript decides on and deleteVisited removes.
-// onExpired runs inside the chunk's open transaction; if it throws the chunk is rolled back and
-// the cursor put back.
-import { decodeMany, scratchBuffer, type Tuple } from '../native/codec.js';
-import type { NativeCursor } from '../native/loader.js';
-import type { ChunkContext, ChunkOutcome } from './strategies/strategy.js';
+// The chunk machinery the strategies share: transactions, onExpired delivery, poison tuples.
+//
+// Two ways to run a chunk:
+// - expireNatively: one expireChunk call visits up to scanSize tuples, decides by the TTL field
+//   and deletes in one transaction. With onExpired the transaction stays open (mode 2) while
+//   onExpired runs, then commits; if it throws, the chunk is rolled back (rollbackChunk puts the
+//   cursor back) and re-run as a scan, to find the poison tuple.
+// - expireByScan: scanChunk copies the visited tuples, a Decide picks the expired ones, and
+//   deleteVisited deletes them by position, only where the stored tuple still has the bytes
+//   that were visited.
+//
+// Delivery to onExpired (deliver below) works on a queue of position sets, first the whole set:
+// - synchronous onExpired: deleteVisited(set, keepOpen) + onExpired(tuples) + commit, inside one
+//   transaction; a throw rolls that transaction back (space-level rollback: the cursor stays
+//   past the chunk).
+// - asynchronous onExpired (a promise came back): the tuples are handed while still stored;
+//   nothing else runs for this task until the promise settles; on resolve deleteVisited(set)
+//   deletes those still unchanged; a rejection deletes nothing. At-least-once: a tuple is never
+//   deleted before a delivery of it resolved, and may be delivered more than once.
+// A set that fails is split in halves that go back to the front of the queue, until the failing
+// tuple is alone: it is skipped for the rest of the pass (ctx.skip), every other tuple of the
+// chunk is delivered and deleted. A kill (seen through ctx.alive()) stops the queue at once.
+// Cost of a chunk with f poison tuples among e expired: O(e) without failures, and at most
+// about 2f·log2(e) extra onExpired calls with them.
+import { decodeMany, pack, scratchBuffer, type Tuple } from '../native/codec.js';
+import type { ChunkContext, ChunkOutcome, Decide } from './strategies/strategy.js';
 
-/** One native call that visits, decides by the TTL field and deletes. */
-export function expireNatively(ctx: ChunkContext, earlyBreak: boolean): ChunkOutcome {
-  const { fieldno, scanSize, onExpired } = ctx.config;
-  const mode = onExpired ? 2 : ctx.wantsTuples() ? 1 : 0;
-  const now = ctx.now();
-  if (!ctx.alive()) return { checked: 0, expired: 0, deleted: [], passEnd: false };
-  const bytes = ctx.handle.expireChunk(ctx.cursor, fieldno, scanSize, now, earlyBreak, mode, ctx.out, scratchBuffer());
-  const [checked, expired, passEnd, , savepoint] = ctx.out;
-  const deleted = mode === 0 ? [] : decodeMany(bytes);
-  if (mode === 2) finishOpenChunk(ctx, savepoint, deleted);
-  return { checked, expired, deleted, passEnd: passEnd === 1 };
+type OnExpired = (tuples: Tuple[]) => unknown;
+
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+  try {
+    return typeof (value as { then?: unknown }).then === 'function';
+  } catch {
+    return false;
+  }
 }
 
-/** Chooses, among the visited tuples, the positions to delete. */
-export type Decide = (visited: Tuple[], now: number, ctx: ChunkContext) => { positions: number[]; checked: number; passEnd: boolean };
+/** Marks a promise's rejection as handled: no unhandledRejection, the process does not exit. */
+export function ignoreRejection(value: PromiseLike<unknown>): void {
+  try {
+    value.then(undefined, () => {});
+  } catch {
+    // A thenable whose then() throws has nothing left to handle.
+  }
+}
 
-/** Scans natively, decides in JavaScript, deletes natively. */
-export function expireByScan(ctx: ChunkContext, decide: Decide): ChunkOutcome {
-  const { scanSize, onExpired } = ctx.config;
+type Settled = { ok: true } | { ok: false; error: unknown };
+
+function settle(value: PromiseLike<unknown>): Promise<Settled> {
+  return new Promise((resolve) => {
+    try {
+      value.then(() => resolve({ ok: true }), (error: unknown) => resolve({ ok: false, error }));
+    } catch (error) {
+      resolve({ ok: false, error });
+    }
+  });
+}
+
+/** A tuple's primary key, as a string fit for a Set. */
+export function keyOf(ctx: ChunkContext, tuple: Tuple): { key: unknown; id: string } {
+  const parts = ctx.config.rm.space.indexes[0].parts;
+  const key = parts.length === 1 ? tuple[parts[0].field - 1] : parts.map((p) => tuple[p.field - 1]);
+  let id: string;
+  try {
+    id = pack(key).toString('latin1');
+  } catch {
+    id = String(key);
+  }
+  return { key, id };
+}
+
+const NOTHING = (checked = 0, failed = false): ChunkOutcome => ({ checked, passEnd: false, failed });
+
+/** The first delivery of a chunk was already made (by the native path) with this result. */
+interface Handed {
+  tuples: Tuple[];
+  result: PromiseLike<unknown>;
+}
+
+interface ScanFrom {
+  now: number;
+  /** The whole chunk already failed once with this error (reported): start with its halves. */
+  failed?: { error: unknown };
+  handed?: Handed;
+}
+
+/** One native call that visits, decides by the TTL field and deletes (see the file comment). */
+export function expireNatively(ctx: ChunkContext, earlyBreak: boolean, decide: Decide): ChunkOutcome | Promise<ChunkOutcome> {
+  const { fieldno, scanSize } = ctx.config;
+  const onExpired = ctx.config.onExpired as OnExpired | undefined;
+  if (onExpired !== undefined && (ctx.asyncDelivery || ctx.hasSkipped())) return expireByScan(ctx, decide);
   const { handle: h, cursor } = ctx;
+  const space = ctx.config.rm.space;
+  const mode = onExpired ? 2 : ctx.wantsTuples() ? 1 : 0;
   const now = ctx.now();
-  if (!ctx.alive()) return { checked: 0, expired: 0, deleted: [], passEnd: false };
-  const visited = decodeMany(h.scanChunk(cursor, scanSize, ctx.out, scratchBuffer()));
+  if (!ctx.alive()) return NOTHING();
+  const bytes = h.expireChunk(cursor, fieldno, scanSize, now, earlyBreak, mode, ctx.out, scratchBuffer());
+  const [checked, expired, passEnd, , savepoint] = ctx.out;
+  const deleted = mode === 0 ? [] : decodeMany(bytes);
+  const outcome: ChunkOutcome = { checked, passEnd: passEnd === 1, failed: false };
+  if (mode !== 2 || deleted.length === 0) {
+    if (mode === 2) h.commit(savepoint);
+    ctx.expired(expired, deleted);
+    return outcome;
+  }
+  let result: unknown;
+  try {
+    result = (onExpired as OnExpired)(deleted);
+  } catch (error) {
+    if (!space.dropped) h.rollbackChunk(cursor, savepoint);
+    ctx.fail(error);
+    if (!ctx.alive()) return NOTHING(0, true);
+    return expireByScan(ctx, decide, { now, failed: { error } });
+  }
+  if (isThenable(result)) {
+    // A promise: this onExpired is asynchronous. Undo the chunk (and whatever the call changed
+    // synchronously), then scan the same tuples again; those it was handed are deleted once the
+    // promise resolves.
+    if (!space.dropped) h.rollbackChunk(cursor, savepoint);
+    ctx.asyncDelivery = true;
+    if (!ctx.alive()) {
+      ignoreRejection(result);
+      return NOTHING();
+    }
+    return expireByScan(ctx, decide, { now, handed: { tuples: deleted, result } });
+  }
+  if (!space.dropped) h.commit(savepoint);
+  ctx.expired(expired, deleted);
+  return outcome;
+}
+
+/** Scans natively, decides in JavaScript, delivers and deletes (see the file comment). */
+export function expireByScan(ctx: ChunkContext, decide: Decide, from?: ScanFrom): ChunkOutcome | Promise<ChunkOutcome> {
+  const { handle: h, cursor } = ctx;
+  const space = ctx.config.rm.space;
+  const now = from?.now ?? ctx.now();
+  if (!ctx.alive()) {
+    if (from?.handed) ignoreRejection(from.handed.result);
+    return NOTHING();
+  }
+  const visited = decodeMany(h.scanChunk(cursor, ctx.config.scanSize, ctx.out, scratchBuffer()));
   const scanEnded = ctx.out[2] === 1;
   let decision;
   try {
     decision = decide(visited, now, ctx);
   } catch (error) {
-    if (!ctx.config.rm.space.dropped) cursor.restore();
+    if (!space.dropped) cursor.restore();
+    if (from?.handed) ignoreRejection(from.handed.result);
     throw error;
   }
   const { positions, checked } = decision;
-  const passEnd = scanEnded || decision.passEnd;
-  if (ctx.config.rm.space.dropped) return { checked: 0, expired: 0, deleted: [], passEnd: false };
-  let deleted: Tuple[] = [];
-  if (positions.length > 0) {
-    const keepOpen = onExpired !== undefined;
-    deleted = decodeMany(h.deleteVisited(cursor, Uint32Array.from(positions), keepOpen, ctx.out, scratchBuffer()));
-    if (keepOpen) finishOpenChunk(ctx, ctx.out[4], deleted);
+  if (decision.stopped || !ctx.alive()) {
+    if (from?.handed) ignoreRejection(from.handed.result);
+    return NOTHING(checked);
   }
-  return { checked, expired: deleted.length, deleted, passEnd };
+  const outcome: ChunkOutcome = { checked, passEnd: scanEnded || decision.passEnd, failed: from?.failed !== undefined };
+  const onExpired = ctx.config.onExpired as OnExpired | undefined;
+  if (positions.length === 0 && from?.handed === undefined) return outcome;
+  if (onExpired === undefined) {
+    const deleted = decodeMany(h.deleteVisited(cursor, Uint32Array.from(positions), false, ctx.out, scratchBuffer()));
+    ctx.expired(deleted.length, deleted);
+    return outcome;
+  }
+  const done = (failed: boolean): ChunkOutcome => ({ ...outcome, failed: outcome.failed || failed });
+  const delivered = deliver(ctx, onExpired, visited, positions, from);
+  return delivered instanceof Promise ? delivered.then(done) : done(delivered);
 }
 
-// Runs onExpired inside the chunk's open transaction, then commits or rolls back.
-function finishOpenChunk(ctx: ChunkContext, savepoint: number, tuples: Tuple[]): void {
-  const { handle: h } = ctx;
+// Delivers the expired positions to onExpired and deletes them; returns whether anything failed.
+function deliver(ctx: ChunkContext, onExpired: OnExpired, visited: readonly Tuple[], positions: number[],
+  from: ScanFrom | undefined): boolean | Promise<boolean> {
+  const { handle: h, cursor } = ctx;
   const space = ctx.config.rm.space;
-  try {
-    if (tuples.length > 0) (ctx.config.onExpired as (t: Tuple[]) => unknown)(tuples);
-  } catch (error) {
-    if (!space.dropped) h.rollbackChunk(ctx.cursor as NativeCursor, savepoint);
-    throw error;
+  const queue: number[][] = [];
+  let failed = from?.failed !== undefined;
+
+  const failure = (set: number[], error: unknown): void => {
+    failed = true;
+    ctx.fail(error);
+    if (!ctx.alive()) return;
+    if (set.length === 1) {
+      ctx.skip(visited[set[0]], error, 'onExpired');
+      return;
+    }
+    const mid = set.length >> 1;
+    queue.unshift(set.slice(0, mid), set.slice(mid));
+  };
+  // Deletes, after a delivery resolved, those of the set still unchanged.
+  const deleteAfter = (set: number[]): void => {
+    if (set.length === 0 || !ctx.alive()) return;
+    const deleted = decodeMany(h.deleteVisited(cursor, Uint32Array.from(set), false, ctx.out, scratchBuffer()));
+    ctx.expired(deleted.length, deleted);
+  };
+  const afterSettle = (set: number[]) => (s: Settled): boolean | Promise<boolean> => {
+    if (s.ok) deleteAfter(set);
+    else failure(set, s.error);
+    return run();
+  };
+
+  const run = (): boolean | Promise<boolean> => {
+    while (queue.length > 0 && ctx.alive()) {
+      const set = queue.shift() as number[];
+      if (ctx.asyncDelivery) {
+        let result: unknown;
+        try {
+          result = onExpired(set.map((p) => visited[p]));
+        } catch (error) {
+          failure(set, error);
+          continue;
+        }
+        if (!isThenable(result)) {
+          deleteAfter(set);
+          continue;
+        }
+        return settle(result).then(afterSettle(set));
+      }
+      const tuples = decodeMany(h.deleteVisited(cursor, Uint32Array.from(set), true, ctx.out, scratchBuffer()));
+      const savepoint = ctx.out[4];
+      if (tuples.length === 0) {
+        h.commit(savepoint);
+        continue;
+      }
+      let result: unknown;
+      try {
+        result = onExpired(tuples);
+      } catch (error) {
+        if (!space.dropped) h.rollback(savepoint);
+        failure(set, error);
+        continue;
+      }
+      if (isThenable(result)) {
+        if (!space.dropped) h.rollback(savepoint);
+        ctx.asyncDelivery = true;
+        return settle(result).then(afterSettle(set));
+      }
+      if (space.dropped) break;
+      h.commit(savepoint);
+      ctx.expired(tuples.length, tuples);
+    }
+    return failed;
+  };
+
+  if (from?.handed !== undefined) {
+    // The native path already handed these tuples: find them among the visited ones by key.
+    const ids = new Set(from.handed.tuples.map((t) => keyOf(ctx, t).id));
+    const handedSet = positions.filter((p) => ids.has(keyOf(ctx, visited[p]).id));
+    const rest = positions.filter((p) => !ids.has(keyOf(ctx, visited[p]).id));
+    if (rest.length > 0) queue.push(rest);
+    return settle(from.handed.result).then(afterSettle(handedSet));
   }
-  if (!space.dropped) h.commit(savepoint);
+  if (from?.failed !== undefined) {
+    if (positions.length === 1) {
+      ctx.skip(visited[positions[0]], from.failed.error, 'onExpired');
+    } else if (positions.length > 1) {
+      const mid = positions.length >> 1;
+      queue.push(positions.slice(0, mid), positions.slice(mid));
+    }
+  } else {
+    queue.push(positions);
+  }
+  return run();
 }

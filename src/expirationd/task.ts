@@ -1,40 +1,73 @@
 // Task: one running expiration task. It owns a native cursor over itIndex, a Scheduler and a
 // Strategy; each wake-up runs one chunk through the strategy, counts it, reports failures and
-// runs the pass callbacks, then schedules the next chunk.
+// runs the pass callbacks, then schedules the next chunk. While an async onExpired settles, the
+// task waits: the next chunk is scheduled only once the chunk's promise is done.
 //
-// Failure: a chunk whose onExpired or isExpired throws (or whose native call fails) is rolled
-// back, the cursor is put back, the error goes to 'error' listeners and onFullScanError, and
-// the task carries on after its usual wait with restarts + 1.
+// Failures (see chunk.ts for how a chunk isolates a poison tuple):
+// - A chunk in which a callback failed but which went through (its poison tuples skipped, the
+//   rest deleted) is a failed chunk: restarts + 1, and the next wait backs off.
+// - A chunk that fails as a whole (now() or isExpired broke their contract, or a native call
+//   failed) is rolled back and ends its pass, as an error ends a pass in the Lua module: the
+//   next pass starts again from the beginning after the backoff.
+// - A pass with any failure calls onFullScanError once (with its first error), then
+//   onFullScanComplete; a clean pass calls onFullScanSuccess, then onFullScanComplete.
+// - Backoff: after k failed chunks in a row the wait is max(usual wait,
+//   min(max(chunkDelay, 1 ms) * 2^k, 1 s)); a clean chunk resets k.
+//
+// Kill: kill(), restart() and space.drop() bump the epoch; every step of a chunk checks it
+// (ctx.alive()), so after any of them returns the old chunk deletes nothing more.
 import { EventEmitter } from 'node:events';
-import { Iter, type NativeCursor, type NativeSpace } from '../native/loader.js';
+import { Iter, type NativeCursor } from '../native/loader.js';
+import type { Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
 import { handleOf, onDrop, type Space } from '../space/space.js';
+import { ignoreRejection, isThenable, keyOf } from './chunk.js';
 import type { Config, PassCallback } from './options.js';
 import { tasks } from './registry.js';
 import { chunkDelay, Scheduler } from './scheduler.js';
 import { earlyBreak } from './strategies/early-break.js';
 import { fullScan } from './strategies/full-scan.js';
 import { predicate } from './strategies/predicate.js';
-import type { ChunkContext, Strategy } from './strategies/strategy.js';
+import type { ChunkContext, ChunkOutcome, Strategy } from './strategies/strategy.js';
 
 export interface TaskStats {
   /** Tuples visited. */
   checked: number;
   /** Tuples deleted. */
   expired: number;
-  /** 1 after start; +1 for every restart() and every failed chunk. */
+  /** 1 after start; +1 for every restart() and every failed chunk (however many tuples failed in it). */
   restarts: number;
-  /** Seconds spent running chunks. */
+  /** Seconds spent running chunks (their synchronous part: not the wait for an async onExpired). */
   workingTime: number;
-  /** Completed passes. */
+  /** Completed passes (a pass that a failed chunk ended counts: it called onFullScanComplete). */
   fullScans: number;
   /** Chunks run (failed ones included). */
   chunks: number;
+  /** Poison tuples skipped (each time one is skipped for the rest of a pass). */
+  skipped: number;
 }
+
+const MAX_BACKOFF = 1;
 
 function strategyOf(config: Config): Strategy {
   if (config.isExpired !== undefined) return predicate;
   return config.earlyBreak ? earlyBreak : fullScan;
+}
+
+function isAsyncFunction(fn: unknown): boolean {
+  return typeof fn === 'function' && Object.prototype.toString.call(fn) === '[object AsyncFunction]';
+}
+
+function formatKey(key: unknown): string {
+  try {
+    return JSON.stringify(key, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)) ?? String(key);
+  } catch {
+    return String(key);
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 export class Task extends EventEmitter {
@@ -45,14 +78,19 @@ export class Task extends EventEmitter {
   readonly #config: Config;
   readonly #strategy: Strategy;
   readonly #scheduler: Scheduler;
-  readonly #counters: TaskStats = { checked: 0, expired: 0, restarts: 0, workingTime: 0, fullScans: 0, chunks: 0 };
+  readonly #counters: TaskStats = { checked: 0, expired: 0, restarts: 0, workingTime: 0, fullScans: 0, chunks: 0, skipped: 0 };
   readonly #out = new Float64Array(5);
   #cursor: NativeCursor | undefined;
   #epoch = 0;
-  #tickEpoch = -1;
   #running = false;
   #passStarted = false;
   #passFailed = false;
+  #passError: unknown = undefined;
+  /** Primary keys of the tuples skipped in this pass. */
+  readonly #skippedKeys = new Set<string>();
+  /** Failed chunks in a row, for the backoff. */
+  #failures = 0;
+  #asyncDelivery: boolean;
   #offDrop: (() => void) | undefined;
 
   /** @internal use expirationd.start() */
@@ -63,6 +101,7 @@ export class Task extends EventEmitter {
     this.#config = config;
     this.#strategy = strategyOf(config);
     this.#scheduler = new Scheduler(config.keepAlive);
+    this.#asyncDelivery = isAsyncFunction(config.onExpired);
   }
 
   /** Seconds to wait after a chunk that did not end a pass. */
@@ -83,7 +122,10 @@ export class Task extends EventEmitter {
     return { ...this.#counters };
   }
 
-  /** Stops the task: no chunk runs after this returns. Idempotent. */
+  /**
+   * Stops the task: no chunk runs after this returns, and a chunk it interrupts (from inside a
+   * callback, or one waiting for an async onExpired) deletes nothing more. Idempotent.
+   */
   kill(): void {
     if (!this.#running) return;
     this.#running = false;
@@ -110,23 +152,26 @@ export class Task extends EventEmitter {
     this.#cursor = handleOf(this.space).cursor(this.#config.it.id, undefined, Iter.ALL, true);
     this.#running = true;
     this.#passStarted = false;
-    this.#passFailed = false;
+    this.#failures = 0;
     this.#counters.restarts++;
     this.#offDrop = onDrop(this.space, () => this.kill());
     tasks.set(this.name, this);
-    this.#schedule(0);
+    this.#schedule(0, false);
   }
 
-  #schedule(seconds: number, betweenPasses = false): void {
+  #schedule(seconds: number, betweenPasses: boolean): void {
     const epoch = this.#epoch;
     this.#scheduler.schedule(seconds, betweenPasses, () => {
       if (this.#running && epoch === this.#epoch) this.#tick();
     });
   }
 
+  #alive(epoch: number): boolean {
+    return this.#running && epoch === this.#epoch && !this.space.dropped;
+  }
+
   #tick(): void {
     const epoch = this.#epoch;
-    this.#tickEpoch = epoch;
     if (this.space.dropped) {
       this.kill();
       return;
@@ -134,53 +179,137 @@ export class Task extends EventEmitter {
     if (!this.#passStarted) {
       this.#passStarted = true;
       this.#passFailed = false;
+      this.#passError = undefined;
+      this.#skippedKeys.clear();
       this.#callback('onFullScanStart');
-      if (!this.#running || epoch !== this.#epoch) return;
+      if (!this.#alive(epoch)) return;
     }
     const started = process.hrtime.bigint();
-    let passEnd = false;
+    const chunk = this.#context(epoch);
+    let result: ChunkOutcome | Promise<ChunkOutcome> | { error: unknown };
     try {
-      const outcome = this.#strategy.runChunk(this.#context());
-      this.#counters.checked += outcome.checked;
-      this.#counters.expired += outcome.expired;
-      passEnd = outcome.passEnd;
-      if (outcome.deleted.length > 0 && this.listenerCount('expired') > 0) this.#safeEmit('expired', outcome.deleted);
+      result = this.#strategy.runChunk(chunk.ctx);
     } catch (error) {
-      this.#counters.restarts++;
-      this.#passFailed = true;
-      this.#report(error);
-      this.#callback('onFullScanError', error);
-    } finally {
-      this.#counters.chunks++;
-      this.#counters.workingTime += Number(process.hrtime.bigint() - started) / 1e9;
+      result = { error };
     }
-    if (!this.#running || epoch !== this.#epoch || this.space.dropped) return;
-    if (!passEnd) {
-      this.#schedule(this.chunkDelay);
+    this.#counters.chunks++;
+    this.#counters.workingTime += Number(process.hrtime.bigint() - started) / 1e9;
+    if (result instanceof Promise) {
+      result.then(
+        (outcome) => this.#finishChunk(epoch, outcome, chunk.failed()),
+        (error: unknown) => this.#finishChunk(epoch, { error }, true),
+      ).catch((error: unknown) => this.#report(error));
       return;
     }
-    this.#counters.fullScans++;
-    this.#passStarted = false;
-    if (!this.#passFailed) this.#callback('onFullScanSuccess');
-    this.#callback('onFullScanComplete');
-    this.#safeEmit('fullScan', this.stats());
-    if (this.#running && epoch === this.#epoch) this.#schedule(this.chunkDelay + this.#config.fullScanDelay, true);
+    this.#finishChunk(epoch, result, chunk.failed());
   }
 
-  #context(): ChunkContext {
-    return {
-      handle: handleOf(this.space) as NativeSpace,
+  #finishChunk(epoch: number, result: ChunkOutcome | { error: unknown }, failedInside: boolean): void {
+    if ('error' in result) {
+      // The chunk failed as a whole and was rolled back; like an error in the Lua module, it
+      // ends the pass, and the next one starts from the beginning.
+      this.#counters.restarts++;
+      this.#failures++;
+      this.#noteFailure(result.error);
+      this.#report(result.error);
+      if (!this.#alive(epoch)) return;
+      (this.#cursor as NativeCursor).reset();
+      this.#endPass(epoch);
+      if (this.#alive(epoch)) this.#schedule(this.#delay(true), true);
+      return;
+    }
+    this.#counters.checked += result.checked;
+    if (result.failed || failedInside) {
+      this.#counters.restarts++;
+      this.#failures++;
+    } else {
+      this.#failures = 0;
+    }
+    if (!this.#alive(epoch)) return;
+    if (!result.passEnd) {
+      this.#schedule(this.#delay(false), false);
+      return;
+    }
+    this.#endPass(epoch);
+    if (this.#alive(epoch)) this.#schedule(this.#delay(true), true);
+  }
+
+  /** Seconds until the next chunk: the pacing formula, backed off after failed chunks. */
+  #delay(betweenPasses: boolean): number {
+    const base = this.chunkDelay;
+    const usual = base + (betweenPasses ? this.#config.fullScanDelay : 0);
+    if (this.#failures === 0) return usual;
+    const backoff = Math.min(Math.max(base, 0.001) * 2 ** Math.min(this.#failures, 30), MAX_BACKOFF);
+    return Math.max(usual, backoff);
+  }
+
+  #endPass(epoch: number): void {
+    this.#counters.fullScans++;
+    this.#passStarted = false;
+    this.#skippedKeys.clear();
+    if (this.#passFailed) this.#callback('onFullScanError', this.#passError);
+    else this.#callback('onFullScanSuccess');
+    this.#callback('onFullScanComplete');
+    this.#safeEmit('fullScan', this.stats());
+  }
+
+  #noteFailure(error: unknown): void {
+    if (!this.#passFailed) this.#passError = error;
+    this.#passFailed = true;
+  }
+
+  #context(epoch: number): { ctx: ChunkContext; failed: () => boolean } {
+    const task = this;
+    let reported = false;
+    let failed = false;
+    const fail = (error: unknown): void => {
+      failed = true;
+      this.#noteFailure(error);
+      if (reported) return;
+      reported = true;
+      this.#report(error);
+    };
+    const ctx: ChunkContext = {
+      handle: handleOf(this.space),
       cursor: this.#cursor as NativeCursor,
       config: this.#config,
       out: this.#out,
       now: () => this.#currentTime(),
-      alive: () => this.#running && this.#epoch === this.#tickEpoch && !this.space.dropped,
+      alive: () => this.#alive(epoch),
       wantsTuples: () => this.listenerCount('expired') > 0,
+      get asyncDelivery() {
+        return task.#asyncDelivery;
+      },
+      set asyncDelivery(value: boolean) {
+        task.#asyncDelivery = value;
+      },
+      isSkipped: (tuple: Tuple) => this.#skippedKeys.size > 0 && this.#skippedKeys.has(keyOf(ctx, tuple).id),
+      hasSkipped: () => this.#skippedKeys.size > 0,
+      skip: (tuple: Tuple, error: unknown, where: 'isExpired' | 'onExpired') => {
+        fail(error);
+        if (!this.#alive(epoch)) return;
+        const { key, id } = keyOf(ctx, tuple);
+        this.#skippedKeys.add(id);
+        this.#counters.skipped++;
+        this.#report(new CappedError(
+          `expirationd task '${this.name}': ${where} failed on the tuple with key ${formatKey(key)}, ` +
+          `which is skipped for the rest of this pass: ${messageOf(error)}`, 'ER_TUPLE_SKIPPED', { key, cause: error }));
+      },
+      fail,
+      expired: (count: number, tuples: Tuple[]) => {
+        this.#counters.expired += count;
+        if (tuples.length > 0 && this.listenerCount('expired') > 0) this.#safeEmit('expired', tuples);
+      },
     };
+    return { ctx, failed: () => failed };
   }
 
   #currentTime(): number {
-    const now = this.#config.now();
+    const now: unknown = this.#config.now();
+    if (isThenable(now)) {
+      ignoreRejection(now);
+      throw illegal(`expirationd task '${this.name}': now() must be synchronous and return a number; it returned a promise`);
+    }
     if (typeof now !== 'number' || Number.isNaN(now)) {
       throw illegal(`expirationd task '${this.name}': now() must return a number, got ${String(now)}`);
     }
@@ -191,8 +320,8 @@ export class Task extends EventEmitter {
     const fn = this.#config.pass[name];
     if (fn === undefined) return;
     try {
-      if (name === 'onFullScanError') fn(this, error);
-      else fn(this);
+      const result = name === 'onFullScanError' ? fn(this, error) : fn(this);
+      if (isThenable(result)) ignoreRejection(result);
     } catch (callbackError) {
       this.#report(callbackError);
     }
