@@ -36,16 +36,29 @@ function wellFormed(value: unknown, depth: number): boolean {
   return true;
 }
 
+// msgpackr's pack is not re-entrant (its buffer and position are module state): a getter inside
+// a tuple that packed another tuple (an insert from the getter) would overwrite the outer one's
+// bytes. So packing refuses to nest.
+let packing = false;
+
 // msgpackr throws plain errors for what MessagePack cannot hold (a BigInt beyond 64 bits, a
 // Symbol, a cyclic array); they become CappedErrors with a code.
 function encode(value: unknown, code: ErrorCode, what: string, mode = 0): Buffer {
-  if (!wellFormed(value, 0)) {
-    throw new CappedError(`${what} has a string with a lone surrogate, which has no UTF-8 form`, code);
+  if (packing) {
+    throw new CappedError(`${what} cannot be encoded while another tuple or key is being encoded ` +
+      '(a getter inside a tuple or key called the space)', 'ER_ILLEGAL_PARAMS');
   }
+  packing = true;
   try {
+    if (!wellFormed(value, 0)) {
+      throw new CappedError(`${what} has a string with a lone surrogate, which has no UTF-8 form`, code);
+    }
     return packr.pack(value, mode);
   } catch (error) {
+    if (error instanceof CappedError) throw error;
     throw new CappedError(`${what} cannot be encoded as MessagePack: ${(error as Error).message}`, code);
+  } finally {
+    packing = false;
   }
 }
 
