@@ -6,9 +6,9 @@
 // always a CappedError with a stable code (ER_SPACE_DROPPED when user code dropped the space
 // during the call) and a process that carries on: under scripts/test-asan.sh a dangling
 // reference would be reported.
-import { createRequire } from 'node:module';
+import { createGzip } from 'node:zlib';
 import { pack } from 'msgpackr';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { CappedError, Space } from '../src/index.js';
 import { native, type NativeCursor, type NativeSpace } from '../src/native/loader.js';
 import { handleOf } from '../src/space/space.js';
@@ -404,8 +404,9 @@ describe('results are built without running inherited setters', () => {
 });
 
 describe('handles that are not what they claim', () => {
-  // A native object made by another addon (V8 internal fields, no Node-API wrap).
-  const Database = createRequire(__filename)('better-sqlite3') as new (path: string) => object;
+  // A native object made outside Node-API (Node's own zlib binding: V8 internal fields, no wrap).
+  const gzip = createGzip();
+  afterAll(() => gzip.close());
   const raw = native.space as unknown as Record<string, (...args: unknown[]) => unknown>;
 
   function foreign(): Record<string, unknown> {
@@ -424,7 +425,7 @@ describe('handles that are not what they claim', () => {
       'an empty CursorHandle made by JavaScript': new native.CursorHandle(),
       'an object that inherits from a real cursor': Object.create(live.cursor(0, undefined, ALL) as object),
       'a Proxy over a real cursor': new Proxy(live.cursor(0, undefined, ALL) as object, {}),
-      'another addon\'s native object': new Database(':memory:'),
+      'a native object made outside Node-API': (gzip as unknown as { _handle: object })._handle,
       'a space handle (an External of something else)': native.createSpace('external', 1024),
       'a cursor of another space': otherCursor,
       'a cursor of a dropped space': goneCursor,
