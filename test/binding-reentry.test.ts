@@ -522,3 +522,23 @@ describe('handles that are not what they claim', () => {
     expect((error as CappedError).message).toMatch(/space handle/);
   });
 });
+
+describe('converting every argument first does not change which error a call reports', () => {
+  it('a dropped space comes first, then the index argument, then ER_NO_SUCH_INDEX, then the other arguments', () => {
+    const { space, h } = fixture();
+    const bad = {} as unknown as number;
+    expect(codeOf(() => h.select(bad, bad as unknown as Buffer, 99, -1, -1, scratch()))).toBe('ER_ILLEGAL_PARAMS');
+    expect(codeOf(() => h.select(7, bad as unknown as Buffer, 99, -1, -1, scratch()))).toBe('ER_NO_SUCH_INDEX');
+    expect(codeOf(() => h.select(0, bad as unknown as Buffer, 99, -1, -1, scratch()))).toBe('ER_KEY_TYPE');
+    expect(codeOf(() => h.select(0, undefined, 99, -1, -1, scratch()))).toBe('ER_ITERATOR_TYPE');
+    expect(codeOf(() => h.count(7, undefined, 99))).toBe('ER_NO_SUCH_INDEX');
+    expect(codeOf(() => h.cursor(7, undefined, 99))).toBe('ER_NO_SUCH_INDEX');
+    expect(codeOf(() => h.get(7, bad, scratch()))).toBe('ER_NO_SUCH_INDEX');
+    space.drop();
+    expect(codeOf(() => h.select(bad, bad as unknown as Buffer, 99, -1, -1, scratch()))).toBe('ER_SPACE_DROPPED');
+    expect(codeOf(() => h.insert(bad as unknown as Buffer, bad as unknown as boolean))).toBe('ER_SPACE_DROPPED');
+    expect(codeOf(() => h.createIndex('x', 'NOPE' as 'TREE', bad as unknown as boolean, [], []))).toBe('ER_SPACE_DROPPED');
+    expect(codeOf(() => h.expireChunk({} as NativeCursor, bad, 0, bad, false, 9 as 0, new Float64Array(0), scratch())))
+      .toBe('ER_SPACE_DROPPED');
+  });
+});

@@ -28,6 +28,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <utility>
 #include <unordered_set>
 #include <vector>
 
@@ -105,6 +106,33 @@ napi_value guard(napi_env env, F&& body) noexcept {
   }
   return nullptr;
 }
+
+// Conversions run now, their errors thrown later: a function converts every argument before it
+// looks the space up, yet reports errors in the order callers have always seen (a dropped space
+// first, then the index argument and ER_NO_SUCH_INDEX, then the other arguments in order).
+// Only DbError is deferred; a failed N-API call (an exception a getter threw, say) is not.
+class Deferred {
+ public:
+  template <class F>
+  auto operator()(F&& convert) -> decltype(convert()) {
+    try {
+      return convert();
+    } catch (const DbError& e) {
+      if (!failed_) {
+        failed_ = true;
+        error_ = e;
+      }
+      return decltype(convert())();
+    }
+  }
+  void rethrow() const {
+    if (failed_) throw error_;
+  }
+
+ private:
+  bool failed_ = false;
+  DbError error_{"", ""};
+};
 
 inline DbError bad_arg(const char* what, const char* expected) {
   return DbError(err::kIllegalParams, std::string("Native argument '") + what + "' must be " + expected);
@@ -228,6 +256,7 @@ class Args {
 // The caller's Float64Array of results (expireChunk's and friends' `out`, memory()'s).
 class OutArray {
  public:
+  OutArray() = default;
   OutArray(const Args& args, size_t i, size_t n, const char* expected)
       : data_(static_cast<double*>(args.typed_array(i, napi_float64_array, n, nullptr, "out", expected))) {}
   void write(std::initializer_list<double> values) {
@@ -236,7 +265,7 @@ class OutArray {
   }
 
  private:
-  double* data_;
+  double* data_ = nullptr;
 };
 
 inline napi_value number_value(napi_env env, double d) {

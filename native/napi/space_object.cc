@@ -221,49 +221,67 @@ Space& SpaceObject::space() {
 
 // createIndex(name, type, unique, fields, types)
 napi_value SpaceObject::create_index(const Args& args) {
-  const std::string name = args.string(0, "name");
-  const std::string type = args.string(1, "type");
-  const bool unique = args.boolean(2, "unique");
-  std::vector<KeyPart> parts = parts_arg(args, 3);
-  IndexType it;
-  if (type == "TREE") it = IndexType::kTree;
-  else if (type == "HASH") it = IndexType::kHash;
-  else throw DbError(err::kIllegalParams, "Unknown index type '" + type + "'");
+  Deferred later;
+  const std::string name = later([&] { return args.string(0, "name"); });
+  const std::string type = later([&] { return args.string(1, "type"); });
+  const bool unique = later([&] { return args.boolean(2, "unique"); });
+  std::vector<KeyPart> parts = later([&] { return parts_arg(args, 3); });
+  const IndexType it = later([&] {
+    if (type == "TREE") return IndexType::kTree;
+    if (type == "HASH") return IndexType::kHash;
+    throw DbError(err::kIllegalParams, "Unknown index type '" + type + "'");
+  });
   Space& s = space();
+  later.rethrow();
   return number_value(args.env(), s.create_index(name, it, unique, std::move(parts)));
 }
 
 // insert(tuple, replace, start?, end?): start/end, the tuple is that range of the Buffer
 // (msgpackr's reused buffer).
 napi_value SpaceObject::insert(const Args& args) {
-  const uint8_t* data;
-  size_t size;
-  if (!args.bytes_if(0, &data, &size)) throw bad_arg("tuple", "a Buffer");
-  const bool replace = args.boolean(1, "replace");
+  Deferred later;
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  later([&] {
+    if (!args.bytes_if(0, &data, &size)) throw bad_arg("tuple", "a Buffer");
+  });
+  const bool replace = later([&] { return args.boolean(1, "replace"); });
   size_t start = 0, end = size;
-  if (args.length() > 2 && !args.is_undefined(2)) {
-    start = args.u32(2, "start");
-    end = args.u32(3, "end");
-    if (start > end || end > size) throw bad_arg("start/end", "a range inside the tuple Buffer");
-  }
-  space().insert(data + start, end - start, replace);
+  later([&] {
+    if (args.length() > 2 && !args.is_undefined(2)) {
+      start = args.u32(2, "start");
+      end = args.u32(3, "end");
+      if (start > end || end > size) throw bad_arg("start/end", "a range inside the tuple Buffer");
+    }
+  });
+  Space& s = space();
+  later.rethrow();
+  s.insert(data + start, end - start, replace);
   return nullptr;
 }
 
 // insertMany(tuples)
 napi_value SpaceObject::insert_many(const Args& args) {
-  const uint8_t* data;
-  size_t size;
-  if (!args.bytes_if(0, &data, &size)) throw bad_arg("tuples", "a Buffer");
-  return number_value(args.env(), double(space().insert_many(data, size)));
+  Deferred later;
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  later([&] {
+    if (!args.bytes_if(0, &data, &size)) throw bad_arg("tuples", "a Buffer");
+  });
+  Space& s = space();
+  later.rethrow();
+  return number_value(args.env(), double(s.insert_many(data, size)));
 }
 
 // get(index, key, scratch)
 napi_value SpaceObject::get(const Args& args) {
-  const uint32_t id = args.u32(0, "index");
-  const KeyArg key = key_arg(args, 1);
+  Deferred early, later;
+  const uint32_t id = early([&] { return args.u32(0, "index"); });
+  const KeyArg key = later([&] { return key_arg(args, 1); });
   Space& s = space();
+  early.rethrow();
   Index& index = s.index(id);
+  later.rethrow();
   const uint8_t* first;
   const uint32_t parts = s.check_key(index, key.data(), key.size(), &first);
   if (!index.unique())
@@ -277,9 +295,11 @@ napi_value SpaceObject::get(const Args& args) {
 
 // delete(key, scratch)
 napi_value SpaceObject::remove(const Args& args) {
-  const KeyArg key = key_arg(args, 0);
+  Deferred later;
+  const KeyArg key = later([&] { return key_arg(args, 0); });
   Space& s = space();
   Index& pk = s.primary();
+  later.rethrow();
   const uint8_t* first;
   const uint32_t parts = s.check_key(pk, key.data(), key.size(), &first);
   if (parts != pk.key_def().part_count())
@@ -293,13 +313,17 @@ napi_value SpaceObject::remove(const Args& args) {
 
 // select(index, key, iterator, limit, offset, scratch)
 napi_value SpaceObject::select(const Args& args) {
-  const uint32_t id = args.u32(0, "index");
-  const KeyArg key = key_arg(args, 1);
-  const IterType type = iter_arg(args, 2);
-  uint64_t limit = args.count(3, "limit");
-  uint64_t offset = args.count(4, "offset");
+  Deferred early, later;
+  const uint32_t id = early([&] { return args.u32(0, "index"); });
+  const KeyArg key = later([&] { return key_arg(args, 1); });
+  const IterType type = later([&] { return iter_arg(args, 2); });
+  uint64_t limit = later([&] { return args.count(3, "limit"); });
+  uint64_t offset = later([&] { return args.count(4, "offset"); });
   Space& s = space();
-  std::unique_ptr<Cursor> c = make_cursor(s, s.index(id), key, type);
+  early.rethrow();
+  Index& index = s.index(id);
+  later.rethrow();
+  std::unique_ptr<Cursor> c = make_cursor(s, index, key, type);
   std::string out;
   while (limit > 0) {
     Tuple* t = c->next();
@@ -316,11 +340,14 @@ napi_value SpaceObject::select(const Args& args) {
 
 // count(index, key, iterator)
 napi_value SpaceObject::count(const Args& args) {
-  const uint32_t id = args.u32(0, "index");
-  const KeyArg key = key_arg(args, 1);
-  const IterType type = iter_arg(args, 2);
+  Deferred early, later;
+  const uint32_t id = early([&] { return args.u32(0, "index"); });
+  const KeyArg key = later([&] { return key_arg(args, 1); });
+  const IterType type = later([&] { return iter_arg(args, 2); });
   Space& s = space();
+  early.rethrow();
   Index& index = s.index(id);
+  later.rethrow();
   std::unique_ptr<Cursor> c = make_cursor(s, index, key, type);
   if (c->type() == IterType::kAll) return number_value(args.env(), double(index.size()));
   double n = 0;
@@ -330,11 +357,14 @@ napi_value SpaceObject::count(const Args& args) {
 
 // minmax(index, key, max, scratch)
 napi_value SpaceObject::minmax(const Args& args) {
-  const uint32_t id = args.u32(0, "index");
-  const KeyArg key = key_arg(args, 1);
-  const bool max = args.boolean(2, "max");
+  Deferred early, later;
+  const uint32_t id = early([&] { return args.u32(0, "index"); });
+  const KeyArg key = later([&] { return key_arg(args, 1); });
+  const bool max = later([&] { return args.boolean(2, "max"); });
   Space& s = space();
+  early.rethrow();
   Index& index = s.index(id);
+  later.rethrow();
   if (index.type() != IndexType::kTree)
     throw DbError(err::kUnsupported, "HASH index '" + index.name() + "' does not support " + (max ? "max()" : "min()"));
   std::unique_ptr<Cursor> c = make_cursor(s, index, key, max ? IterType::kReq : IterType::kEq);
@@ -343,17 +373,21 @@ napi_value SpaceObject::minmax(const Args& args) {
 
 // len(index?)
 napi_value SpaceObject::len(const Args& args) {
+  Deferred later;
   const bool whole = args.length() == 0 || args.is_undefined(0);
-  const uint32_t id = whole ? 0 : args.u32(0, "index");
+  const uint32_t id = whole ? 0 : later([&] { return args.u32(0, "index"); });
   Space& s = space();
+  later.rethrow();
   return number_value(args.env(), double(whole ? s.len() : s.index(id).size()));
 }
 
 // memory(out): out[0] = tuple bytes, out[1] = index bytes. A typed array, not an Array: no
 // [[Set]] runs, so no setter on Array.prototype or Object.prototype is called.
 napi_value SpaceObject::memory(const Args& args) {
-  OutArray out(args, 0, 2, "a Float64Array of at least 2 elements");
+  Deferred later;
+  OutArray out = later([&] { return OutArray(args, 0, 2, "a Float64Array of at least 2 elements"); });
   Space& s = space();
+  later.rethrow();
   out.write({double(s.tuple_memory()), double(s.index_memory())});
   return nullptr;
 }
@@ -374,26 +408,36 @@ napi_value SpaceObject::begin(const Args& args) {
 
 // commit(savepoint)
 napi_value SpaceObject::commit(const Args& args) {
-  const size_t savepoint = size_t(args.count(0, "savepoint"));
-  space().commit(savepoint);
+  Deferred later;
+  const size_t savepoint = size_t(later([&] { return args.count(0, "savepoint"); }));
+  Space& s = space();
+  later.rethrow();
+  s.commit(savepoint);
   return nullptr;
 }
 
 // rollback(savepoint)
 napi_value SpaceObject::rollback(const Args& args) {
-  const size_t savepoint = size_t(args.count(0, "savepoint"));
-  space().rollback(savepoint);
+  Deferred later;
+  const size_t savepoint = size_t(later([&] { return args.count(0, "savepoint"); }));
+  Space& s = space();
+  later.rethrow();
+  s.rollback(savepoint);
   return nullptr;
 }
 
 // cursor(index, key, iterator, bounded?)
 napi_value SpaceObject::cursor(const Args& args) {
-  const uint32_t id = args.u32(0, "index");
-  const KeyArg key = key_arg(args, 1);
-  const IterType type = iter_arg(args, 2);
-  const bool bounded = args.length() > 3 && !args.is_undefined(3) && args.boolean(3, "bounded");
+  Deferred early, later;
+  const uint32_t id = early([&] { return args.u32(0, "index"); });
+  const KeyArg key = later([&] { return key_arg(args, 1); });
+  const IterType type = later([&] { return iter_arg(args, 2); });
+  const bool bounded = later([&] { return args.length() > 3 && !args.is_undefined(3) && args.boolean(3, "bounded"); });
   Space& s = space();
-  std::unique_ptr<Cursor> c = make_cursor(s, s.index(id), key, type, bounded);
+  early.rethrow();
+  Index& index = s.index(id);
+  later.rethrow();
+  std::unique_ptr<Cursor> c = make_cursor(s, index, key, type, bounded);
   return CursorObject::create(args.env(), args.data(), this, args.raw(0), std::move(c));
 }
 
@@ -401,17 +445,21 @@ napi_value SpaceObject::cursor(const Args& args) {
 // mode 0: commit, return nothing; 1: commit, return the deleted tuples; 2: leave the
 // transaction open (out[4] is its savepoint) and return the deleted tuples, for onExpired.
 napi_value SpaceObject::expire_chunk(const Args& args) {
-  CursorObject* co = CursorObject::from_arg(args, 0, this);
-  const uint32_t fieldno = args.u32(1, "fieldno");
-  const uint32_t scan_size = args.u32(2, "scanSize");
-  const double now = args.number(3, "now");
-  const bool early = args.boolean(4, "earlyBreak");
-  const uint32_t mode = args.u32(5, "mode");
-  if (mode > 2) throw bad_arg("mode", "0, 1 or 2");
-  if (scan_size == 0) throw bad_arg("scanSize", "positive");
-  OutArray out(args, 6, 5, kOut5);
-  out.write({0, 0, 0, 0, 0});
+  Deferred later;
+  CursorObject* co = later([&] { return CursorObject::from_arg(args, 0, this); });
+  const uint32_t fieldno = later([&] { return args.u32(1, "fieldno"); });
+  const uint32_t scan_size = later([&] { return args.u32(2, "scanSize"); });
+  const double now = later([&] { return args.number(3, "now"); });
+  const bool early = later([&] { return args.boolean(4, "earlyBreak"); });
+  const uint32_t mode = later([&] { return args.u32(5, "mode"); });
+  later([&] {
+    if (mode > 2) throw bad_arg("mode", "0, 1 or 2");
+    if (scan_size == 0) throw bad_arg("scanSize", "positive");
+  });
+  OutArray out = later([&] { return OutArray(args, 6, 5, kOut5); });
   Space& s = space();
+  later.rethrow();
+  out.write({0, 0, 0, 0, 0});
   Cursor& c = co->cursor();
   if (early && (c.index()->type() != IndexType::kTree || c.index()->key_def().parts()[0].fieldno != fieldno))
     throw DbError(err::kIllegalParams, "Early break needs a TREE index whose first part is the TTL field");
@@ -434,9 +482,11 @@ napi_value SpaceObject::expire_chunk(const Args& args) {
 
 // rollbackChunk(cursor, savepoint): undoes a chunk left open by mode 2 and puts the cursor back.
 napi_value SpaceObject::rollback_chunk(const Args& args) {
-  CursorObject* co = CursorObject::from_arg(args, 0, this);
-  const size_t savepoint = size_t(args.count(1, "savepoint"));
+  Deferred later;
+  CursorObject* co = later([&] { return CursorObject::from_arg(args, 0, this); });
+  const size_t savepoint = size_t(later([&] { return args.count(1, "savepoint"); }));
   Space& s = space();
+  later.rethrow();
   Cursor& c = co->cursor();
   s.rollback(savepoint);
   c.restore(co->saved());
@@ -446,12 +496,16 @@ napi_value SpaceObject::rollback_chunk(const Args& args) {
 
 // scanChunk(cursor, scanSize, out, scratch): the visited tuples, for a JavaScript predicate.
 napi_value SpaceObject::scan_chunk(const Args& args) {
-  CursorObject* co = CursorObject::from_arg(args, 0, this);
-  const uint32_t scan_size = args.u32(1, "scanSize");
-  if (scan_size == 0) throw bad_arg("scanSize", "positive");
-  OutArray out(args, 2, 5, kOut5);
-  out.write({0, 0, 0, 0, 0});
+  Deferred later;
+  CursorObject* co = later([&] { return CursorObject::from_arg(args, 0, this); });
+  const uint32_t scan_size = later([&] { return args.u32(1, "scanSize"); });
+  later([&] {
+    if (scan_size == 0) throw bad_arg("scanSize", "positive");
+  });
+  OutArray out = later([&] { return OutArray(args, 2, 5, kOut5); });
   space();
+  later.rethrow();
+  out.write({0, 0, 0, 0, 0});
   Cursor& c = co->cursor();
   co->saved() = c.save();
   bool pass_end = false;
@@ -464,15 +518,19 @@ napi_value SpaceObject::scan_chunk(const Args& args) {
 // in one transaction; committed unless keepOpen (then out[4] is the savepoint). The positions
 // are copied (they may live in a SharedArrayBuffer).
 napi_value SpaceObject::delete_visited(const Args& args) {
-  CursorObject* co = CursorObject::from_arg(args, 0, this);
-  size_t count = 0;
-  const uint32_t* data =
-      static_cast<const uint32_t*>(args.typed_array(1, napi_uint32_array, 0, &count, "positions", "a Uint32Array"));
-  const std::vector<uint32_t> positions(data, data + count);
-  const bool keep_open = args.boolean(2, "keepOpen");
-  OutArray out(args, 3, 5, kOut5);
-  out.write({0, 0, 0, 0, 0});
+  Deferred later;
+  CursorObject* co = later([&] { return CursorObject::from_arg(args, 0, this); });
+  const std::vector<uint32_t> positions = later([&] {
+    size_t count = 0;
+    const uint32_t* data =
+        static_cast<const uint32_t*>(args.typed_array(1, napi_uint32_array, 0, &count, "positions", "a Uint32Array"));
+    return std::vector<uint32_t>(data, data + count);
+  });
+  const bool keep_open = later([&] { return args.boolean(2, "keepOpen"); });
+  OutArray out = later([&] { return OutArray(args, 3, 5, kOut5); });
   Space& s = space();
+  later.rethrow();
+  out.write({0, 0, 0, 0, 0});
   Cursor& c = co->cursor();
   std::string deleted;
   const size_t sp = s.begin();
