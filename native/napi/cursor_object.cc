@@ -38,7 +38,6 @@ napi_value CursorObject::construct(napi_env env, napi_callback_info info) {
 
 napi_value CursorObject::create(napi_env env, AddonData* data, SpaceObject* owner, napi_value owner_handle,
                                 std::unique_ptr<Cursor> cursor) {
-  data->cursors.reserve(data->cursors.size() + 1);
   napi_value ctor = nullptr, obj = nullptr;
   check(napi_get_reference_value(env, data->cursor_ctor, &ctor));
   if (ctor == nullptr) throw NapiFailure{napi_generic_failure};

@@ -187,7 +187,6 @@ napi_value SpaceObject::create_space(napi_env env, napi_callback_info info) {
     const uint32_t max = args.u32(1, "maxTupleSize");
     if (max == 0) throw bad_arg("maxTupleSize", "positive");
     AddonData* data = args.data();
-    data->spaces.reserve(data->spaces.size() + 1);
     auto self = std::make_unique<SpaceObject>(name, max);
     napi_value ext;
     data->holders++;
