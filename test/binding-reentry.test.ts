@@ -542,3 +542,26 @@ describe('converting every argument first does not change which error a call rep
       .toBe('ER_SPACE_DROPPED');
   });
 });
+
+describe('string arguments', () => {
+  it('a string whose UTF-8 form crosses any short-string boundary arrives whole (keys and names)', () => {
+    const space = new Space('strings');
+    space.createIndex('pk', { parts: [[1, 'string']] });
+    const h = handleOf(space);
+    for (let n = 100; n < 300; n++) {
+      for (const tail of ['€', '😀', 'é']) {
+        const key = 'a'.repeat(n) + tail;
+        space.insert([key, n]);
+        const got = h.get(0, key, Buffer.alloc(1024));
+        expect(got, `${n} + ${tail}`).toBeGreaterThan(0);
+        expect(h.count(0, key, 0)).toBe(1);
+        expect(h.delete(key, Buffer.alloc(1024))).toBeGreaterThan(0);
+      }
+    }
+    const name = 'n'.repeat(125) + '€€';
+    h.createIndex(name, 'TREE', false, [1], ['number']);
+    expect(codeOf(() => h.createIndex(name, 'TREE', false, [1], ['number']))).toBe('ER_INDEX_EXISTS');
+    const error = (() => { try { h.createIndex(name, 'TREE', false, [1], ['number']); } catch (e) { return e as Error; } })();
+    expect(error?.message).toContain(name);
+  });
+});

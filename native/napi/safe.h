@@ -236,7 +236,9 @@ class Args {
     const napi_status s = napi_get_value_string_utf8(env, v, stack, sizeof stack, &n);
     if (s == napi_string_expected) throw bad_arg(what, "a string");
     check(s);
-    if (n + 1 < sizeof stack) return std::string(stack, n);
+    // Complete unless it came within 4 bytes of the end: N-API cuts before a character that
+    // does not fit (up to 4 bytes of UTF-8), so a string cut short leaves n >= sizeof stack - 4.
+    if (n + 4 < sizeof stack) return std::string(stack, n);
     check(napi_get_value_string_utf8(env, v, nullptr, 0, &n));
     std::string out(n + 1, '\0');
     check(napi_get_value_string_utf8(env, v, &out[0], n + 1, &n));
