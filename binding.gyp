@@ -12,9 +12,8 @@
         "native/napi/cursor_object.cc",
         "native/napi/space_object.cc"
       ],
-      "include_dirs": ["native/engine", "<!(node -p \"require('node-addon-api').include_dir\")"],
-      "defines": ["NAPI_VERSION=9", "NAPI_DISABLE_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED",
-                  "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],
+      "include_dirs": ["native/engine"],
+      "defines": ["NAPI_VERSION=9"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
       "cflags_cc": ["-std=c++17", "-fexceptions", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],

@@ -1,32 +1,59 @@
-// The addon's entry: registers the space functions, the cursor class and the error constructor hook.
-#include <napi.h>
+// The addon's entry: registers the space functions, the cursor class and the error-class hook.
+//
+// Ownership: the per-environment AddonData (safe.h) is created here and handed to N-API as the
+// environment's instance data; every function gets it as its callback data.
+#include <node_api.h>
 
 #include "cursor_object.h"
-#include "napi_util.h"
+#include "safe.h"
 #include "space_object.h"
 
+namespace ce {
 namespace {
 
-Napi::Value SetErrorClass(const Napi::CallbackInfo& info) {
-  if (info.Length() < 1 || !info[0].IsFunction()) {
-    Napi::TypeError::New(info.Env(), "setErrorClass expects a constructor").ThrowAsJavaScriptException();
-    return info.Env().Undefined();
-  }
-  info.Env().GetInstanceData<ce::AddonData>()->error_ctor = Napi::Persistent(info[0].As<Napi::Function>());
-  return info.Env().Undefined();
+// setErrorClass(ctor): errors are thrown as `new ctor(message, code)` from then on.
+napi_value set_error_class(napi_env env, napi_callback_info info) {
+  return guard(env, [&]() -> napi_value {
+    const Args args(env, info, 0);
+    napi_valuetype type = napi_undefined;
+    if (args.length() >= 1) check(napi_typeof(env, args[0], &type));
+    if (type != napi_function) {
+      napi_throw_type_error(env, nullptr, "setErrorClass expects a constructor");
+      return nullptr;
+    }
+    napi_ref ref;
+    check(napi_create_reference(env, args[0], 1, &ref));
+    if (args.data()->error_ctor != nullptr) napi_delete_reference(env, args.data()->error_ctor);
+    args.data()->error_ctor = ref;
+    return nullptr;
+  });
 }
 
-Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  auto* data = new ce::AddonData();
-  env.SetInstanceData<ce::AddonData>(data);
-  Napi::Function cursor = ce::CursorObject::Init(env);
-  data->cursor_ctor = Napi::Persistent(cursor);
-  ce::SpaceObject::Register(env, exports);
-  exports.Set("CursorHandle", cursor);
-  exports.Set("setErrorClass", Napi::Function::New(env, SetErrorClass, "setErrorClass"));
-  return exports;
+void finalize_data(napi_env env, void* ptr, void*) {
+  AddonData* data = static_cast<AddonData*>(ptr);
+  if (data->error_ctor != nullptr) napi_delete_reference(env, data->error_ctor);
+  if (data->cursor_ctor != nullptr) napi_delete_reference(env, data->cursor_ctor);
+  data->error_ctor = data->cursor_ctor = nullptr;
+  release(data);
+}
+
+napi_value init(napi_env env, napi_value exports) {
+  AddonData* data = new (std::nothrow) AddonData();
+  if (data == nullptr) return nullptr;
+  if (napi_set_instance_data(env, data, finalize_data, nullptr) != napi_ok) {
+    delete data;
+    return nullptr;
+  }
+  return guard(env, [&]() -> napi_value {
+    SpaceObject::register_functions(env, exports, data);
+    CursorObject::register_class(env, exports, data);
+    const napi_property_descriptor hook = method("setErrorClass", set_error_class, data);
+    check(napi_define_properties(env, exports, 1, &hook));
+    return exports;
+  });
 }
 
 }  // namespace
+}  // namespace ce
 
-NODE_API_MODULE(capped_expirationd, Init)
+NAPI_MODULE_INIT() { return ce::init(env, exports); }

@@ -1,76 +1,116 @@
 #include "cursor_object.h"
 
-#include "napi_util.h"
 #include "space_object.h"
 
 namespace ce {
 
-Napi::Function CursorObject::Init(Napi::Env env) {
-  return DefineClass(env, "CursorHandle",
-                     {
-                         InstanceMethod<&CursorObject::Next>("next"),
-                         InstanceMethod<&CursorObject::Reset>("reset"),
-                         InstanceMethod<&CursorObject::Restore>("restore"),
-                     });
+namespace {
+
+CursorObject* lookup(const Args& args, napi_value value) {
+  void* ptr = nullptr;
+  if (napi_unwrap(args.env(), value, &ptr) != napi_ok) return nullptr;
+  CursorObject* c = static_cast<CursorObject*>(ptr);
+  return args.data()->cursors.count(c) != 0 ? c : nullptr;
 }
 
-CursorObject::CursorObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<CursorObject>(info) {}
+}  // namespace
 
-Napi::Object CursorObject::Create(Napi::Env env, SpaceObject* owner, Napi::Value owner_handle,
-                                  std::unique_ptr<Cursor> cursor) {
-  AddonData* data = env.GetInstanceData<AddonData>();
-  Napi::Object obj = data->cursor_ctor.New({});
-  CursorObject* self = Napi::ObjectWrap<CursorObject>::Unwrap(obj);
-  self->owner_ = owner;
-  self->owner_ref_ = Napi::Persistent(owner_handle);
-  self->cursor_ = std::move(cursor);
+void CursorObject::register_class(napi_env env, napi_value exports, AddonData* data) {
+  const napi_property_descriptor methods[] = {
+      method("next", next, data, napi_default),
+      method("reset", reset, data, napi_default),
+      method("restore", restore, data, napi_default),
+  };
+  napi_value ctor;
+  check(napi_define_class(env, "CursorHandle", NAPI_AUTO_LENGTH, construct, data, 3, methods, &ctor));
+  check(napi_create_reference(env, ctor, 1, &data->cursor_ctor));
+  const napi_property_descriptor prop[] = {
+      {"CursorHandle", nullptr, nullptr, nullptr, nullptr, ctor, napi_default_jsproperty, nullptr}};
+  check(napi_define_properties(env, exports, 1, prop));
+}
+
+// `new CursorHandle()` from JavaScript makes an empty object that no function accepts.
+napi_value CursorObject::construct(napi_env env, napi_callback_info info) {
+  napi_value self = nullptr;
+  if (napi_get_cb_info(env, info, nullptr, nullptr, &self, nullptr) != napi_ok) return nullptr;
+  return self;
+}
+
+napi_value CursorObject::create(napi_env env, AddonData* data, SpaceObject* owner, napi_value owner_handle,
+                                std::unique_ptr<Cursor> cursor) {
+  napi_value ctor = nullptr, obj = nullptr;
+  check(napi_get_reference_value(env, data->cursor_ctor, &ctor));
+  if (ctor == nullptr) throw NapiFailure{napi_generic_failure};
+  check(napi_new_instance(env, ctor, 0, nullptr, &obj));
+  std::unique_ptr<CursorObject> self(new CursorObject(owner, std::move(cursor)));
+  check(napi_create_reference(env, owner_handle, 1, &self->owner_ref_));
+  data->holders++;
+  const napi_status wrapped = napi_wrap(env, obj, self.get(), finalize, data, nullptr);
+  if (wrapped != napi_ok) {
+    data->holders--;
+    napi_delete_reference(env, self->owner_ref_);
+    throw NapiFailure{wrapped};
+  }
+  // From here the finalizer owns it. If the registry cannot take it (out of memory), the handle
+  // is refused by every function and freed by the finalizer.
+  data->cursors.insert(self.release());
   return obj;
 }
 
-CursorObject* CursorObject::FromArg(const Args& info, size_t i, SpaceObject* owner) {
-  AddonData* data = info.Env().GetInstanceData<AddonData>();
-  if (i >= info.Length() || !info[i].IsObject() ||
-      !info[i].As<Napi::Object>().InstanceOf(data->cursor_ctor.Value()))
-    throw bad_arg("cursor", "a cursor of this space");
-  CursorObject* c = Napi::ObjectWrap<CursorObject>::Unwrap(info[i].As<Napi::Object>());
-  if (c == nullptr || c->owner_ != owner || !c->cursor_) throw bad_arg("cursor", "a cursor of this space");
+void CursorObject::finalize(napi_env env, void* ptr, void* hint) {
+  CursorObject* self = static_cast<CursorObject*>(ptr);
+  AddonData* data = static_cast<AddonData*>(hint);
+  data->cursors.erase(self);
+  if (self->owner_ref_ != nullptr) napi_delete_reference(env, self->owner_ref_);
+  delete self;
+  release(data);
+}
+
+CursorObject* CursorObject::from_arg(const Args& args, size_t i, const SpaceObject* owner) {
+  CursorObject* c = i < args.length() ? lookup(args, args[i]) : nullptr;
+  if (c == nullptr || c->owner_ != owner) throw bad_arg("cursor", "a cursor of this space");
+  return c;
+}
+
+CursorObject* CursorObject::from_this(const Args& args) {
+  CursorObject* c = lookup(args, args.self());
+  if (c == nullptr) throw DbError(err::kIllegalParams, "This cursor was not created by a space");
   return c;
 }
 
 Cursor& CursorObject::cursor() {
-  if (owner_ == nullptr || !cursor_) throw DbError(err::kIllegalParams, "This cursor was not created by a space");
   owner_->space();
   return *cursor_;
 }
 
-Napi::Value CursorObject::Next(const Napi::CallbackInfo& cb) {
-  const Args info(cb, 0);
-  return guard(info.Env(), [&]() -> Napi::Value {
-    Cursor& c = cursor();
+// next(scratch)
+napi_value CursorObject::next(napi_env env, napi_callback_info info) {
+  return guard(env, [&]() -> napi_value {
+    const Args args(env, info, 0);
+    CursorObject* self = from_this(args);
+    Cursor& c = self->cursor();
     Tuple* t = c.next();
-    Napi::Value v = emit_tuple(info, 0, t);
-    c.detach();
-    return v;
+    c.detach();  // before anything can fail: t stays readable until control returns to JavaScript
+    return emit_tuple(args, 0, t);
   });
 }
 
-Napi::Value CursorObject::Reset(const Napi::CallbackInfo& info) {
-  return guard(info.Env(), [&]() -> Napi::Value {
-    cursor().reset();
-    return info.Env().Undefined();
+napi_value CursorObject::reset(napi_env env, napi_callback_info info) {
+  return guard(env, [&]() -> napi_value {
+    const Args args(env, info, 0);
+    from_this(args)->cursor().reset();
+    return nullptr;
   });
 }
 
-}  // namespace ce
-
-namespace ce {
-
-Napi::Value CursorObject::Restore(const Napi::CallbackInfo& info) {
-  return guard(info.Env(), [&]() -> Napi::Value {
-    Cursor& c = cursor();
-    c.restore(saved_);
+napi_value CursorObject::restore(napi_env env, napi_callback_info info) {
+  return guard(env, [&]() -> napi_value {
+    const Args args(env, info, 0);
+    CursorObject* self = from_this(args);
+    Cursor& c = self->cursor();
+    c.restore(self->saved_);
     c.detach();
-    return info.Env().Undefined();
+    return nullptr;
   });
 }
 

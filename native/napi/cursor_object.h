@@ -1,39 +1,62 @@
-// CursorObject: the JavaScript handle of one Cursor (class `CursorHandle` in the binding).
+// CursorObject: the JavaScript handle of one Cursor (instances of the class `CursorHandle`).
 //
-// Created by the space's cursor(). Ownership: it owns its Cursor and holds a strong reference
-// to the handle of the SpaceObject it came from, so the space (and the Index the cursor points into) cannot be
-// collected first; every call checks that the space was not dropped. It also keeps the cursor
-// state saved at the start of the running expiration chunk, restored when the chunk rolls back.
+// Created only by the space's cursor(). The handle is an object of the CursorHandle class with
+// the CursorObject attached by napi_wrap; a handle is trusted only if the pointer napi_unwrap
+// gives is in the environment's registry of live cursors (AddonData::cursors), so a foreign
+// object, an object wrapped by another addon, or `new CursorHandle()` is refused with
+// ER_ILLEGAL_PARAMS, never followed. It is registered only once it is complete (wrapped, with its
+// reference to the space); its finalizer unregisters and frees it. Creating one while the
+// environment is being torn down fails cleanly: the error is dropped (safe.h), nothing is left
+// registered.
+//
+// Ownership: it owns its Cursor and holds a strong reference to the External of the SpaceObject
+// it came from, so that object (and the Index the cursor points into, until drop()) outlives
+// it; every call checks that the space was not dropped. It also keeps the cursor state saved
+// at the start of the running expiration chunk, restored when the chunk rolls back. Its
+// finalizer never touches the SpaceObject (during teardown that may be gone already).
+//
+// Methods (JavaScript): next(scratch) returns the next tuple as emit() does (safe.h) or null;
+// reset(); restore() puts the cursor back where the last chunk or scan began.
 #pragma once
 
-#include <napi.h>
+#include <node_api.h>
 
 #include <memory>
 
 #include "cursor.h"
+#include "safe.h"
 
 namespace ce {
 
-class Args;
 class SpaceObject;
 
-class CursorObject : public Napi::ObjectWrap<CursorObject> {
+class CursorObject {
  public:
-  static Napi::Function Init(Napi::Env env);
-  explicit CursorObject(const Napi::CallbackInfo& info);
-  static Napi::Object Create(Napi::Env env, SpaceObject* owner, Napi::Value owner_handle, std::unique_ptr<Cursor> cursor);
-  static CursorObject* FromArg(const Args& info, size_t i, SpaceObject* owner);
+  // Defines the CursorHandle class on exports and keeps its constructor in data->cursor_ctor.
+  static void register_class(napi_env env, napi_value exports, AddonData* data);
+  // A new, registered cursor handle over `cursor`; owner_handle is owner's External.
+  static napi_value create(napi_env env, AddonData* data, SpaceObject* owner, napi_value owner_handle,
+                           std::unique_ptr<Cursor> cursor);
+  // args[i] when it is a live cursor handle of `owner`; else throws ER_ILLEGAL_PARAMS.
+  static CursorObject* from_arg(const Args& args, size_t i, const SpaceObject* owner);
 
+  // REQUIRES: inside a call that holds this handle (so the owner is alive).
   Cursor& cursor();  // throws ER_SPACE_DROPPED
   Cursor::Saved& saved() { return saved_; }
 
  private:
-  Napi::Value Next(const Napi::CallbackInfo& info);
-  Napi::Value Reset(const Napi::CallbackInfo& info);
-  Napi::Value Restore(const Napi::CallbackInfo& info);
+  CursorObject(SpaceObject* owner, std::unique_ptr<Cursor> cursor) : owner_(owner), cursor_(std::move(cursor)) {}
 
-  SpaceObject* owner_ = nullptr;
-  Napi::Reference<Napi::Value> owner_ref_;  // strong: keeps the space alive
+  static napi_value construct(napi_env env, napi_callback_info info);
+  static void finalize(napi_env env, void* self, void* data);
+  // The CursorObject of `this`; throws ER_ILLEGAL_PARAMS when it is not a live cursor handle.
+  static CursorObject* from_this(const Args& args);
+  static napi_value next(napi_env env, napi_callback_info info);
+  static napi_value reset(napi_env env, napi_callback_info info);
+  static napi_value restore(napi_env env, napi_callback_info info);
+
+  SpaceObject* owner_;
+  napi_ref owner_ref_ = nullptr;  // strong: keeps the owner's External alive
   std::unique_ptr<Cursor> cursor_;
   Cursor::Saved saved_{};
 };

@@ -1,14 +1,20 @@
-// SpaceObject: what a JavaScript space handle points to.
+// SpaceObject: what a JavaScript space handle points to, and the space's functions.
 //
-// The handle is an External (createSpace() makes it) passed as the first argument of module-level
-// functions, one per method; an ObjectWrap would cost a private-property look-up (napi_unwrap,
-// about 800 instructions) on every call. A handle is trusted only if it is in the environment's
-// registry of live spaces (AddonData::spaces), so a foreign External is refused, not followed.
+// The handle is an External (createSpace() makes it) passed as the first argument of the
+// module-level functions in `space`, one per method; a wrapped object would cost a
+// private-property look-up (napi_unwrap) on every call. A handle is trusted only if it is in the
+// environment's registry of live spaces (AddonData::spaces), so a foreign External is refused
+// with ER_ILLEGAL_PARAMS, never followed. The External is an argument of the running call, so
+// the SpaceObject cannot be finalized during it; drop() can (a user getter may call it), which
+// is why a function reads all its arguments before it takes a reference to the Space.
 //
-// Ownership: it owns the Space through a unique_ptr. drop() frees it at once; otherwise the
-// External's finalizer does when the handle is garbage-collected, or when its environment (a
-// worker thread) shuts down. After drop() every method throws ER_SPACE_DROPPED. Cursor handles
-// keep a reference to the External, so a space outlives the cursors created from it.
+// Each function has the same shape: read and convert every argument, then space() (which
+// throws ER_SPACE_DROPPED), then one engine call, then build the result (see safe.h).
+//
+// Ownership: a SpaceObject owns its Space through a unique_ptr. drop() frees the Space at once;
+// the SpaceObject itself is freed by the External's finalizer, when the handle is
+// garbage-collected or its environment (a worker thread) shuts down. Cursor handles hold a
+// strong reference to the External, so a SpaceObject outlives the cursors created from it.
 //
 // Native memory is reported to V8 (napi_adjust_external_memory) after every call that can change
 // it, in 1 MiB steps, up to 16 MiB a space, and withdrawn on drop() or collection, so that V8
@@ -20,64 +26,62 @@
 // (Node 20's process.memoryUsage().external does not include these figures.)
 #pragma once
 
-#include <napi.h>
+#include <node_api.h>
 
 #include <memory>
 #include <string>
 
+#include "safe.h"
 #include "space.h"
 
 namespace ce {
 
-class Args;
-
 class SpaceObject {
  public:
-  // Adds createSpace() and the methods (as functions of the handle) to the exports.
-  static void Register(Napi::Env env, Napi::Object exports);
+  // Defines createSpace() and `space` (the functions, each taking the handle first) on exports.
+  static void register_functions(napi_env env, napi_value exports, AddonData* data);
+
   SpaceObject(std::string name, uint32_t max_tuple_size);
 
   Space& space();  // throws ER_SPACE_DROPPED
 
-  Napi::Value handle() const { return handle_.Value(); }
-
  private:
-  static Napi::Value CreateSpace(const Napi::CallbackInfo& info);
-  // kChangesMemory: after the call, tell V8 how the space's native memory changed.
-  template <Napi::Value (SpaceObject::*Method)(const Args&), bool kChangesMemory = false>
-  static Napi::Value Call(const Napi::CallbackInfo& info);
-  // V8 is told of native memory (napi_adjust_external_memory) in steps of kReportStep, up to
-  // kReportCap a space, so that its garbage-collection heuristics see what a space costs; the
-  // last figure told is reported_.
+  static napi_value create_space(napi_env env, napi_callback_info info);
+  static void finalize(napi_env env, void* self, void* data);
+  // Calls Method on the space whose handle is the first argument; kChangesMemory: afterwards,
+  // tell V8 how the space's native memory changed.
+  template <napi_value (SpaceObject::*Method)(const Args&), bool kChangesMemory = false>
+  static napi_value call(napi_env env, napi_callback_info info);
+  // V8 is told of native memory in steps of kReportStep, up to kReportCap a space; the last
+  // figure told is reported_.
   static constexpr int64_t kReportStep = 1 << 20;
   static constexpr int64_t kReportCap = int64_t(16) << 20;
   void report_memory(napi_env env);
 
-  Napi::Value CreateIndex(const Args& info);
-  Napi::Value Insert(const Args& info);
-  Napi::Value InsertMany(const Args& info);
-  Napi::Value Get(const Args& info);
-  Napi::Value Delete(const Args& info);
-  Napi::Value Select(const Args& info);
-  Napi::Value Count(const Args& info);
-  Napi::Value MinMax(const Args& info);
-  Napi::Value Len(const Args& info);
-  Napi::Value Memory(const Args& info);
-  Napi::Value Truncate(const Args& info);
-  Napi::Value Drop(const Args& info);
-  Napi::Value Begin(const Args& info);
-  Napi::Value Commit(const Args& info);
-  Napi::Value Rollback(const Args& info);
-  Napi::Value NewCursor(const Args& info);
-  Napi::Value ExpireChunk(const Args& info);
-  Napi::Value RollbackChunk(const Args& info);
-  Napi::Value ScanChunk(const Args& info);
-  Napi::Value DeleteVisited(const Args& info);
-  Napi::Value CheckIntegrity(const Args& info);
+  napi_value create_index(const Args& args);
+  napi_value insert(const Args& args);
+  napi_value insert_many(const Args& args);
+  napi_value get(const Args& args);
+  napi_value remove(const Args& args);  // delete()
+  napi_value select(const Args& args);
+  napi_value count(const Args& args);
+  napi_value minmax(const Args& args);
+  napi_value len(const Args& args);
+  napi_value memory(const Args& args);
+  napi_value truncate(const Args& args);
+  napi_value drop(const Args& args);
+  napi_value begin(const Args& args);
+  napi_value commit(const Args& args);
+  napi_value rollback(const Args& args);
+  napi_value cursor(const Args& args);
+  napi_value expire_chunk(const Args& args);
+  napi_value rollback_chunk(const Args& args);
+  napi_value scan_chunk(const Args& args);
+  napi_value delete_visited(const Args& args);
+  napi_value check_integrity(const Args& args);
 
   std::unique_ptr<Space> space_;
   std::string name_;
-  Napi::Reference<Napi::Value> handle_;  // weak: the External that points here
   int64_t reported_ = 0;
 };
 

@@ -43,7 +43,10 @@ export interface NativeSpace {
 }
 
 type SpaceFunctions = {
-  [K in keyof NativeSpace]: (handle: unknown, ...args: Parameters<NativeSpace[K]>) => ReturnType<NativeSpace[K]>;
+  [K in Exclude<keyof NativeSpace, 'memory'>]: (handle: unknown, ...args: Parameters<NativeSpace[K]>) => ReturnType<NativeSpace[K]>;
+} & {
+  /** Writes [tuple bytes, index bytes] into `out`: no Array is built natively, so no inherited setter runs. */
+  memory(handle: unknown, out: Float64Array): void;
 };
 
 interface Addon {
@@ -68,78 +71,84 @@ export const enum Iter { EQ, REQ, ALL, GE, GT, LE, LT }
 
 const fns = native.space;
 
-/** The methods of one native space, over its handle. */
+const memoryOut = new Float64Array(2);
+
+/**
+ * The methods of one native space, over its handle. The handle (an External) is a private
+ * field: user code holding a SpaceHandle cannot take it out and pass it elsewhere.
+ */
 class SpaceHandle implements NativeSpace {
-  private readonly h: unknown;
+  readonly #h: unknown;
 
   constructor(name: string, maxTupleSize: number) {
-    this.h = native.createSpace(name, maxTupleSize);
+    this.#h = native.createSpace(name, maxTupleSize);
   }
 
   createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number {
-    return fns.createIndex(this.h, name, type, unique, fields, types);
+    return fns.createIndex(this.#h, name, type, unique, fields, types);
   }
   insert(tuple: Buffer, replace: boolean, start?: number, end?: number): void {
-    fns.insert(this.h, tuple, replace, start, end);
+    fns.insert(this.#h, tuple, replace, start, end);
   }
   insertMany(tuples: Buffer): number {
-    return fns.insertMany(this.h, tuples);
+    return fns.insertMany(this.#h, tuples);
   }
   get(index: number, key: NativeKey, scratch: Buffer): NativeResult {
-    return fns.get(this.h, index, key, scratch);
+    return fns.get(this.#h, index, key, scratch);
   }
   delete(key: NativeKey, scratch: Buffer): NativeResult {
-    return fns.delete(this.h, key, scratch);
+    return fns.delete(this.#h, key, scratch);
   }
   select(index: number, key: NativeKey, iterator: number, limit: number, offset: number, scratch: Buffer): number | Buffer {
-    return fns.select(this.h, index, key, iterator, limit, offset, scratch);
+    return fns.select(this.#h, index, key, iterator, limit, offset, scratch);
   }
   count(index: number, key: NativeKey, iterator: number): number {
-    return fns.count(this.h, index, key, iterator);
+    return fns.count(this.#h, index, key, iterator);
   }
   minmax(index: number, key: NativeKey, max: boolean, scratch: Buffer): NativeResult {
-    return fns.minmax(this.h, index, key, max, scratch);
+    return fns.minmax(this.#h, index, key, max, scratch);
   }
   len(index?: number): number {
-    return fns.len(this.h, index);
+    return fns.len(this.#h, index);
   }
   memory(): [number, number] {
-    return fns.memory(this.h);
+    fns.memory(this.#h, memoryOut);
+    return [memoryOut[0], memoryOut[1]];
   }
   truncate(): void {
-    fns.truncate(this.h);
+    fns.truncate(this.#h);
   }
   drop(): void {
-    fns.drop(this.h);
+    fns.drop(this.#h);
   }
   begin(): number {
-    return fns.begin(this.h);
+    return fns.begin(this.#h);
   }
   commit(savepoint: number): void {
-    fns.commit(this.h, savepoint);
+    fns.commit(this.#h, savepoint);
   }
   rollback(savepoint: number): void {
-    fns.rollback(this.h, savepoint);
+    fns.rollback(this.#h, savepoint);
   }
   cursor(index: number, key: NativeKey, iterator: number, bounded = false): NativeCursor {
-    return fns.cursor(this.h, index, key, iterator, bounded);
+    return fns.cursor(this.#h, index, key, iterator, bounded);
   }
   expireChunk(cursor: NativeCursor, fieldno: number, scanSize: number, now: number, earlyBreak: boolean,
     mode: 0 | 1 | 2, out: Float64Array, scratch: Buffer): number | Buffer | undefined {
-    return fns.expireChunk(this.h, cursor, fieldno, scanSize, now, earlyBreak, mode, out, scratch);
+    return fns.expireChunk(this.#h, cursor, fieldno, scanSize, now, earlyBreak, mode, out, scratch);
   }
   rollbackChunk(cursor: NativeCursor, savepoint: number): void {
-    fns.rollbackChunk(this.h, cursor, savepoint);
+    fns.rollbackChunk(this.#h, cursor, savepoint);
   }
   scanChunk(cursor: NativeCursor, scanSize: number, out: Float64Array, scratch: Buffer): number | Buffer {
-    return fns.scanChunk(this.h, cursor, scanSize, out, scratch);
+    return fns.scanChunk(this.#h, cursor, scanSize, out, scratch);
   }
   deleteVisited(cursor: NativeCursor, positions: Uint32Array, keepOpen: boolean, out: Float64Array,
     scratch: Buffer): number | Buffer {
-    return fns.deleteVisited(this.h, cursor, positions, keepOpen, out, scratch);
+    return fns.deleteVisited(this.#h, cursor, positions, keepOpen, out, scratch);
   }
   checkIntegrity(): string {
-    return fns.checkIntegrity(this.h);
+    return fns.checkIntegrity(this.#h);
   }
 }
 
