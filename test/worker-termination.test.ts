@@ -79,7 +79,7 @@ describe('workers terminated at random moments', () => {
       const outcome = {
         status: child.status,
         signal: child.signal,
-        fatal: /FATAL ERROR|Segmentation fault|AddressSanitizer|runtime error:/.test(stderr),
+        fatal: /FATAL ERROR|Segmentation fault|AddressSanitizer|LeakSanitizer|runtime error:/.test(stderr),
         last: lines[lines.length - 1],
       };
       expect(outcome, summary).toEqual({ status: 0, signal: null, fatal: false, last: `done ${COUNT} terminations` });
