@@ -17,13 +17,13 @@ Napi::Function CursorObject::Init(Napi::Env env) {
 CursorObject::CursorObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<CursorObject>(info) {}
 
 Napi::Object CursorObject::Create(Napi::Env env, SpaceObject* owner, Napi::Value owner_handle,
-                                  std::unique_ptr<Cursor> cursor) {
+                                  std::unique_ptr<Scan> scan) {
   AddonData* data = env.GetInstanceData<AddonData>();
   Napi::Object obj = data->cursor_ctor.New({});
   CursorObject* self = Napi::ObjectWrap<CursorObject>::Unwrap(obj);
   self->owner_ = owner;
   self->owner_ref_ = Napi::Persistent(owner_handle);
-  self->cursor_ = std::move(cursor);
+  self->scan_ = std::move(scan);
   return obj;
 }
 
@@ -33,20 +33,20 @@ CursorObject* CursorObject::FromArg(const Args& info, size_t i, SpaceObject* own
       !info[i].As<Napi::Object>().InstanceOf(data->cursor_ctor.Value()))
     throw bad_arg("cursor", "a cursor of this space");
   CursorObject* c = Napi::ObjectWrap<CursorObject>::Unwrap(info[i].As<Napi::Object>());
-  if (c == nullptr || c->owner_ != owner || !c->cursor_) throw bad_arg("cursor", "a cursor of this space");
+  if (c == nullptr || c->owner_ != owner || !c->scan_) throw bad_arg("cursor", "a cursor of this space");
   return c;
 }
 
-Cursor& CursorObject::cursor() {
-  if (owner_ == nullptr || !cursor_) throw DbError(err::kIllegalParams, "This cursor was not created by a space");
+Scan& CursorObject::scan() {
+  if (owner_ == nullptr || !scan_) throw DbError(err::kIllegalParams, "This cursor was not created by a space");
   owner_->space();
-  return *cursor_;
+  return *scan_;
 }
 
 Napi::Value CursorObject::Next(const Napi::CallbackInfo& cb) {
   const Args info(cb, 0);
   return guard(info.Env(), [&]() -> Napi::Value {
-    Cursor& c = cursor();
+    Cursor& c = scan().cursor();
     Tuple* t = c.next();
     Napi::Value v = emit_tuple(info, 0, t);
     c.detach();
@@ -56,7 +56,7 @@ Napi::Value CursorObject::Next(const Napi::CallbackInfo& cb) {
 
 Napi::Value CursorObject::Reset(const Napi::CallbackInfo& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
-    cursor().reset();
+    scan().cursor().reset();
     return info.Env().Undefined();
   });
 }
@@ -67,9 +67,7 @@ namespace ce {
 
 Napi::Value CursorObject::Restore(const Napi::CallbackInfo& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
-    Cursor& c = cursor();
-    c.restore(saved_);
-    c.detach();
+    scan().restore();
     return info.Env().Undefined();
   });
 }

@@ -64,31 +64,6 @@ IterType arg_iter(const Args& info, size_t i) {
   return IterType(v);
 }
 
-const char* iter_name(IterType t) {
-  static const char* names[] = {"EQ", "REQ", "ALL", "GE", "GT", "LE", "LT"};
-  return names[int(t)];
-}
-
-// Refuses what an index cannot do: HASH walks only ALL and EQ, with a full key.
-void check_iterator(const Index& index, IterType type, uint32_t parts) {
-  if (index.type() != IndexType::kHash) return;
-  if (type != IterType::kAll && type != IterType::kEq)
-    throw DbError(err::kIteratorType, std::string("HASH index '") + index.name() + "' does not support iterator '" +
-                                          iter_name(type) + "' (only 'ALL' and 'EQ')");
-  if (type == IterType::kEq && parts != 0 && parts != index.key_def().part_count())
-    throw DbError(err::kKeyPartCount, "HASH index '" + index.name() + "' needs a full key (" +
-                                          std::to_string(index.key_def().part_count()) + " parts), got " +
-                                          std::to_string(parts));
-}
-
-std::unique_ptr<Cursor> make_cursor(Space& space, Index& index, const KeyArg& key, IterType type, bool bounded = false) {
-  const uint8_t* first;
-  const uint32_t parts = space.check_key(index, key.data, key.size, &first);
-  check_iterator(index, type, parts);
-  return std::make_unique<Cursor>(&index, type, std::string(reinterpret_cast<const char*>(key.data), key.size), parts,
-                                  bounded);
-}
-
 void write_out(const Args& info, size_t i, std::initializer_list<double> values) {
   if (i >= info.Length() || !info[i].IsTypedArray() ||
       info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array ||
@@ -206,11 +181,7 @@ Napi::Value SpaceObject::CreateIndex(const Args& info) {
         throw DbError(err::kIllegalParams, "Unknown field type '" + t.As<Napi::String>().Utf8Value() + "'");
       parts.push_back(KeyPart{uint32_t(fd), ft});
     }
-    IndexType it;
-    if (type == "TREE") it = IndexType::kTree;
-    else if (type == "HASH") it = IndexType::kHash;
-    else throw DbError(err::kIllegalParams, "Unknown index type '" + type + "'");
-    return Napi::Number::New(info.Env(), s.create_index(name, it, unique, std::move(parts)));
+    return Napi::Number::New(info.Env(), s.create_index(name, type, unique, std::move(parts)));
   });
 }
 
@@ -242,33 +213,18 @@ Napi::Value SpaceObject::InsertMany(const Args& info) {
 Napi::Value SpaceObject::Get(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
-    Index& index = s.index(arg_u32(info, 0, "index"));
+    const uint32_t index = arg_u32(info, 0, "index");
     const KeyArg key = arg_key(info, 1);
-    const uint8_t* first;
-    const uint32_t parts = s.check_key(index, key.data, key.size, &first);
-    if (!index.unique())
-      throw DbError(err::kUnsupported, "get() needs a unique index; '" + index.name() + "' is not unique, use select()");
-    if (parts != index.key_def().part_count())
-      throw DbError(err::kKeyPartCount, "get() on index '" + index.name() + "' needs a full key (" +
-                                            std::to_string(index.key_def().part_count()) + " parts), got " +
-                                            std::to_string(parts));
-    return emit_tuple(info, 2, index.get(first));
+    return emit_tuple(info, 2, s.get(index, key.data, key.size));
   });
 }
 
 Napi::Value SpaceObject::Delete(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
-    Index& pk = s.primary();
     const KeyArg key = arg_key(info, 0);
-    const uint8_t* first;
-    const uint32_t parts = s.check_key(pk, key.data, key.size, &first);
-    if (parts != pk.key_def().part_count())
-      throw DbError(err::kKeyPartCount, "delete() needs a full primary key (" +
-                                            std::to_string(pk.key_def().part_count()) + " parts), got " +
-                                            std::to_string(parts));
     std::string out;
-    if (!s.remove(first, &out)) return info.Env().Null();
+    if (!s.remove(key.data, key.size, &out)) return info.Env().Null();
     return emit(info, 1, out);
   });
 }
@@ -276,23 +232,13 @@ Napi::Value SpaceObject::Delete(const Args& info) {
 Napi::Value SpaceObject::Select(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
-    Index& index = s.index(arg_u32(info, 0, "index"));
+    const uint32_t index = arg_u32(info, 0, "index");
     const KeyArg key = arg_key(info, 1);
     const IterType type = arg_iter(info, 2);
-    uint64_t limit = arg_count(info, 3, "limit");
-    uint64_t offset = arg_count(info, 4, "offset");
-    std::unique_ptr<Cursor> c = make_cursor(s, index, key, type);
+    const uint64_t limit = arg_count(info, 3, "limit");
+    const uint64_t offset = arg_count(info, 4, "offset");
     std::string out;
-    while (limit > 0) {
-      Tuple* t = c->next();
-      if (t == nullptr) break;
-      if (offset > 0) {
-        offset--;
-        continue;
-      }
-      out.append(reinterpret_cast<const char*>(t->data()), t->size);
-      limit--;
-    }
+    s.select(index, key.data, key.size, type, limit, offset, &out);
     return emit(info, 5, out);
   });
 }
@@ -300,27 +246,20 @@ Napi::Value SpaceObject::Select(const Args& info) {
 Napi::Value SpaceObject::Count(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
-    Index& index = s.index(arg_u32(info, 0, "index"));
+    const uint32_t index = arg_u32(info, 0, "index");
     const KeyArg key = arg_key(info, 1);
     const IterType type = arg_iter(info, 2);
-    std::unique_ptr<Cursor> c = make_cursor(s, index, key, type);
-    if (c->type() == IterType::kAll) return Napi::Number::New(info.Env(), double(index.size()));
-    double n = 0;
-    while (c->next() != nullptr) n++;
-    return Napi::Number::New(info.Env(), n);
+    return Napi::Number::New(info.Env(), double(s.count(index, key.data, key.size, type)));
   });
 }
 
 Napi::Value SpaceObject::MinMax(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
-    Index& index = s.index(arg_u32(info, 0, "index"));
+    const uint32_t index = arg_u32(info, 0, "index");
     const KeyArg key = arg_key(info, 1);
     const bool max = arg_bool(info, 2, "max");
-    if (index.type() != IndexType::kTree)
-      throw DbError(err::kUnsupported, "HASH index '" + index.name() + "' does not support " + (max ? "max()" : "min()"));
-    std::unique_ptr<Cursor> c = make_cursor(s, index, key, max ? IterType::kReq : IterType::kEq);
-    return emit_tuple(info, 3, c->next());
+    return emit_tuple(info, 3, s.min_max(index, key.data, key.size, max));
   });
 }
 
@@ -378,11 +317,12 @@ Napi::Value SpaceObject::Rollback(const Args& info) {
 Napi::Value SpaceObject::NewCursor(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
-    Index& index = s.index(arg_u32(info, 0, "index"));
+    const uint32_t index = arg_u32(info, 0, "index");
     const KeyArg key = arg_key(info, 1);
     const IterType type = arg_iter(info, 2);
     const bool bounded = info.Length() > 3 && !info[3].IsUndefined() && arg_bool(info, 3, "bounded");
-    return CursorObject::Create(info.Env(), this, handle(), make_cursor(s, index, key, type, bounded));
+    return CursorObject::Create(info.Env(), this, handle(),
+                                std::make_unique<Scan>(s.make_cursor(index, key.data, key.size, type, bounded)));
   });
 }
 
@@ -392,31 +332,21 @@ Napi::Value SpaceObject::NewCursor(const Args& info) {
 Napi::Value SpaceObject::ExpireChunk(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
-    CursorObject* co = CursorObject::FromArg(info, 0, this);
-    Cursor& c = co->cursor();
-    const uint32_t fieldno = arg_u32(info, 1, "fieldno");
-    const uint32_t scan_size = arg_u32(info, 2, "scanSize");
-    const double now = arg_number(info, 3, "now");
-    const bool early = arg_bool(info, 4, "earlyBreak");
+    Scan& scan = CursorObject::FromArg(info, 0, this)->scan();
+    ChunkParams p;
+    p.fieldno = arg_u32(info, 1, "fieldno");
+    p.scan_size = arg_u32(info, 2, "scanSize");
+    p.now = arg_number(info, 3, "now");
+    p.early_break = arg_bool(info, 4, "earlyBreak");
     const uint32_t mode = arg_u32(info, 5, "mode");
     if (mode > 2) throw bad_arg("mode", "0, 1 or 2");
-    if (scan_size == 0) throw bad_arg("scanSize", "positive");
+    if (p.scan_size == 0) throw bad_arg("scanSize", "positive");
+    p.keep_open = mode == 2;
     write_out(info, 6, {0, 0, 0, 0, 0});
-    if (early && (c.index()->type() != IndexType::kTree || c.index()->key_def().parts()[0].fieldno != fieldno))
-      throw DbError(err::kIllegalParams, "Early break needs a TREE index whose first part is the TTL field");
-    co->saved() = c.save();
     std::string deleted;
-    const size_t sp = s.begin();
-    ChunkResult r;
-    try {
-      r = expire_chunk(s, c, fieldno, scan_size, now, early, mode > 0 ? &deleted : nullptr);
-      if (mode < 2) s.commit(sp);
-    } catch (...) {
-      s.rollback(sp);
-      c.restore(co->saved());
-      throw;
-    }
-    write_out(info, 6, {double(r.checked), double(r.expired), r.pass_end ? 1.0 : 0.0, r.early_break ? 1.0 : 0.0, double(sp)});
+    const ChunkResult r = scan.expire(s, p, mode > 0 ? &deleted : nullptr);
+    write_out(info, 6, {double(r.checked), double(r.expired), r.pass_end ? 1.0 : 0.0, r.early_break ? 1.0 : 0.0,
+                        double(r.savepoint)});
     if (mode == 0) return info.Env().Undefined();
     return emit(info, 7, deleted);
   });
@@ -426,11 +356,8 @@ Napi::Value SpaceObject::ExpireChunk(const Args& info) {
 Napi::Value SpaceObject::RollbackChunk(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
-    CursorObject* co = CursorObject::FromArg(info, 0, this);
-    Cursor& c = co->cursor();
-    s.rollback(size_t(arg_count(info, 1, "savepoint")));
-    c.restore(co->saved());
-    c.detach();
+    Scan& scan = CursorObject::FromArg(info, 0, this)->scan();
+    scan.rollback_open(s, size_t(arg_count(info, 1, "savepoint")));
     return info.Env().Undefined();
   });
 }
@@ -439,16 +366,14 @@ Napi::Value SpaceObject::RollbackChunk(const Args& info) {
 Napi::Value SpaceObject::ScanChunk(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     space();
-    CursorObject* co = CursorObject::FromArg(info, 0, this);
-    Cursor& c = co->cursor();
+    Scan& scan = CursorObject::FromArg(info, 0, this)->scan();
     const uint32_t scan_size = arg_u32(info, 1, "scanSize");
     if (scan_size == 0) throw bad_arg("scanSize", "positive");
     write_out(info, 2, {0, 0, 0, 0, 0});
-    co->saved() = c.save();
     bool pass_end = false;
-    const uint32_t n = scan_chunk(c, scan_size, &pass_end);
+    const uint32_t n = scan.scan(scan_size, &pass_end);
     write_out(info, 2, {double(n), 0, pass_end ? 1.0 : 0.0, 0, 0});
-    return emit(info, 3, c.visited());
+    return emit(info, 3, scan.visited());
   });
 }
 
@@ -457,8 +382,7 @@ Napi::Value SpaceObject::ScanChunk(const Args& info) {
 Napi::Value SpaceObject::DeleteVisited(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
-    CursorObject* co = CursorObject::FromArg(info, 0, this);
-    Cursor& c = co->cursor();
+    Scan& scan = CursorObject::FromArg(info, 0, this)->scan();
     if (info.Length() < 2 || !info[1].IsTypedArray() ||
         info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
       throw bad_arg("positions", "a Uint32Array");
@@ -466,17 +390,8 @@ Napi::Value SpaceObject::DeleteVisited(const Args& info) {
     const bool keep_open = arg_bool(info, 2, "keepOpen");
     write_out(info, 3, {0, 0, 0, 0, 0});
     std::string deleted;
-    const size_t sp = s.begin();
-    uint32_t removed;
-    try {
-      removed = delete_visited(s, c, positions.Data(), positions.ElementLength(), &deleted);
-      if (!keep_open) s.commit(sp);
-    } catch (...) {
-      s.rollback(sp);
-      c.restore(co->saved());
-      throw;
-    }
-    write_out(info, 3, {0, double(removed), 0, 0, double(sp)});
+    const ChunkResult r = scan.delete_visited(s, positions.Data(), positions.ElementLength(), keep_open, &deleted);
+    write_out(info, 3, {0, double(r.expired), 0, 0, double(r.savepoint)});
     return emit(info, 4, deleted);
   });
 }
