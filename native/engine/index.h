@@ -80,6 +80,8 @@ class Index {
   void replace(Tuple* old, Tuple* nw) { replace(old, nw, prepare((nw != nullptr ? nw : old)->data())); }
 
   virtual void clear() = 0;
+  // Called after a rollback undid changes here (cursors may need to re-find their place).
+  virtual void rolled_back() = 0;
   // Fills the index from tuples; throws ER_DUPLICATE_KEY (nothing kept) on equal keys.
   // REQUIRES: size() == 0; every tuple passed key_def().check_tuple().
   virtual void build(const std::vector<Tuple*>& tuples, const std::string& space_name) = 0;

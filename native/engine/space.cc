@@ -321,12 +321,15 @@ void Space::commit(size_t savepoint) {
 void Space::rollback(size_t savepoint) {
   if (depth_ == 0 || savepoint > undo_.size())
     throw DbError(err::kTransaction, "rollback() without a matching begin()");
+  const bool undone = undo_.size() > savepoint;
   while (undo_.size() > savepoint) {
     const UndoEntry e = undo_.back();
     for (size_t i = indexes_.size(); i-- > 0;) indexes_[i]->replace(e.nw, e.old);
     if (e.nw != nullptr) free_tuple(e.nw);
     undo_.pop_back();
   }
+  if (undone)
+    for (auto& idx : indexes_) idx->rolled_back();
   if (--depth_ == 0) {
     undo_.clear();
     if (undo_.capacity() > 4096) undo_.shrink_to_fit();

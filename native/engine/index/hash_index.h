@@ -46,6 +46,7 @@ class HashIndex final : public Index {
   Tuple* get(const uint8_t* key) const override { return table_.find_key(key); }
   void replace(Tuple* old, Tuple* nw, uint64_t prepared) override;
   void clear() override { table_.clear(); }
+  void rolled_back() override { table_.invalidate_positions(); }
   void build(const std::vector<Tuple*>& tuples, const std::string& space_name) override;
   void for_each(void (*fn)(Tuple*, void*), void* ctx) const override;
   void check_iterator(IterType type, uint32_t parts) const override;

@@ -15,8 +15,8 @@
 //
 // Elements never move except on rehash: erase leaves a tombstone (or an empty slot when the
 // next slot is empty, as no probe passes through it). A cursor can therefore walk slots by
-// position across inserts and erases; a rehash bumps generation(), which tells cursors that
-// positions changed. Rehash allocates the new array before touching the old one, so a failed
+// position across inserts and erases; a rehash (or invalidate_positions(), after a rollback put
+// erased tuples back) bumps generation(), which tells cursors that positions changed. Rehash allocates the new array before touching the old one, so a failed
 // allocation changes nothing.
 //
 // Costs: find, insert and erase are O(1) expected, one cache miss for the slot and one for the
@@ -111,6 +111,10 @@ class HashTable {
     release();
     generation_++;
   }
+
+  // Tells cursors that positions changed although no rehash happened: an undone erase puts a
+  // tuple back in the first free slot of its probe chain, which may lie before the slot it left.
+  void invalidate_positions() { generation_++; }
 
   // Whether slot i is empty (not a tombstone): no probe chain runs through it, so every tuple
   // stored after it has its home after it too.

@@ -58,6 +58,7 @@ class TreeIndex final : public Index {
   Tuple* get(const uint8_t* key) const override;
   void replace(Tuple* old, Tuple* nw, uint64_t prepared) override;
   void clear() override;
+  void rolled_back() override {}  // every change already bumped the tree's version
   void build(const std::vector<Tuple*>& tuples, const std::string& space_name) override;
   void for_each(void (*fn)(Tuple*, void*), void* ctx) const override;
   void check_iterator(IterType, uint32_t) const override {}
