@@ -3,6 +3,10 @@
 // Ownership: a Space owns its TupleArena (every tuple), its indexes and its undo log. Nothing
 // else frees a tuple.
 //
+// Indexes are reached only through the Index interface (index.h); the space never asks which
+// kind it holds. Bytes from the caller are copied before they are validated (a Buffer over a
+// SharedArrayBuffer may change under us), so no unvalidated tuple is ever stored.
+//
 // Statements are atomic across indexes. insert/replace first validate the tuple against every
 // index and look for duplicates in every unique index, then apply the change index by index;
 // an index fails only on allocation, before it changes, and the indexes already changed are
@@ -91,6 +95,7 @@ class Space {
   void remove_tuple(Tuple* t, uint64_t pk_prepared) { apply(t, nullptr, &pk_prepared, 1); }
 
   size_t len() const;
+  // Removes every tuple (inside a transaction, statement by statement, so it can be rolled back).
   void truncate();
   size_t tuple_memory() const { return arena_.memory(); }
   size_t index_memory() const;
@@ -98,7 +103,9 @@ class Space {
   // Transactions (see above). begin() returns a savepoint; commit/rollback take the one their
   // begin() returned, innermost first (ER_TRANSACTION otherwise).
   size_t begin();
+  // REQUIRES: savepoint is the innermost open transaction's (ER_TRANSACTION otherwise).
   void commit(size_t savepoint);
+  // REQUIRES: as commit(). Undoes its statements in reverse order.
   void rollback(size_t savepoint);
   bool in_transaction() const { return depth_ > 0; }
 

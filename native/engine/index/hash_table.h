@@ -62,14 +62,14 @@ class HashTable {
     return probe(h, [&](const Tuple* s) { return def_->compare(s->data(), tuple) == 0; });
   }
 
-  // `key` is the first part of a checked full key.
+  // REQUIRES: `key` is the first part of a checked full key.
   Tuple* find_key(const uint8_t* key) const {
     if (size_ == 0) return nullptr;
     const uint64_t h = def_->hash_key(key);
     return probe(h, [&](const Tuple* s) { return def_->compare_with_key(s->data(), key, def_->part_count()) == 0; });
   }
 
-  // Precondition: no stored tuple has t's key. Throws std::bad_alloc with nothing changed.
+  // REQUIRES: no stored tuple has t's key. Throws std::bad_alloc with nothing changed.
   void insert(Tuple* t) { insert_hashed(t, hash_of(t->data())); }
   // The same, with h == hash_of(t->data()).
   void insert_hashed(Tuple* t, uint64_t h) {
@@ -83,7 +83,7 @@ class HashTable {
     size_++;
   }
 
-  // Swaps a stored tuple for another with the same key, in place.
+  // Swaps a stored tuple for another with the same key, in place. REQUIRES: old is stored.
   void replace_same(const Tuple* old, Tuple* nw) {
     if (reinterpret_cast<uintptr_t>(nw) >> kTagShift) throw std::bad_alloc();  // as in insert_hashed
     const size_t i = locate(old);
@@ -128,6 +128,7 @@ class HashTable {
 
   // Slot-order walk: slot(i) is the tuple in slot i, or nullptr.
   size_t slot_count() const { return cap_; }
+  // REQUIRES: i < slot_count() (also for is_empty).
   Tuple* slot(size_t i) const { return pointer(slots_[i]); }
 
  private:
