@@ -214,6 +214,7 @@ Napi::Value SpaceObject::Get(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     const uint32_t index = arg_u32(info, 0, "index");
+    s.index(index);  // ER_NO_SUCH_INDEX before any other argument is read, as before
     const KeyArg key = arg_key(info, 1);
     return emit_tuple(info, 2, s.get(index, key.data, key.size));
   });
@@ -222,6 +223,7 @@ Napi::Value SpaceObject::Get(const Args& info) {
 Napi::Value SpaceObject::Delete(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
+    s.primary();  // ER_NO_PRIMARY_INDEX before the key is read, as before
     const KeyArg key = arg_key(info, 0);
     std::string out;
     if (!s.remove(key.data, key.size, &out)) return info.Env().Null();
@@ -233,6 +235,7 @@ Napi::Value SpaceObject::Select(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     const uint32_t index = arg_u32(info, 0, "index");
+    s.index(index);  // ER_NO_SUCH_INDEX before any other argument is read, as before
     const KeyArg key = arg_key(info, 1);
     const IterType type = arg_iter(info, 2);
     const uint64_t limit = arg_count(info, 3, "limit");
@@ -247,6 +250,7 @@ Napi::Value SpaceObject::Count(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     const uint32_t index = arg_u32(info, 0, "index");
+    s.index(index);  // ER_NO_SUCH_INDEX before any other argument is read, as before
     const KeyArg key = arg_key(info, 1);
     const IterType type = arg_iter(info, 2);
     return Napi::Number::New(info.Env(), double(s.count(index, key.data, key.size, type)));
@@ -257,6 +261,7 @@ Napi::Value SpaceObject::MinMax(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     const uint32_t index = arg_u32(info, 0, "index");
+    s.index(index);  // ER_NO_SUCH_INDEX before any other argument is read, as before
     const KeyArg key = arg_key(info, 1);
     const bool max = arg_bool(info, 2, "max");
     return emit_tuple(info, 3, s.min_max(index, key.data, key.size, max));
@@ -318,6 +323,7 @@ Napi::Value SpaceObject::NewCursor(const Args& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     Space& s = space();
     const uint32_t index = arg_u32(info, 0, "index");
+    s.index(index);  // ER_NO_SUCH_INDEX before any other argument is read, as before
     const KeyArg key = arg_key(info, 1);
     const IterType type = arg_iter(info, 2);
     const bool bounded = info.Length() > 3 && !info[3].IsUndefined() && arg_bool(info, 3, "bounded");
