@@ -6,8 +6,8 @@ namespace ce {
 
 ChunkResult Scan::expire(Space& space, const ChunkParams& p, std::string* deleted) {
   const Strategy& strategy = p.early_break ? early_break_strategy() : full_scan_strategy();
-  strategy.check(*cursor_->index(), p);
   if (p.scan_size == 0) throw DbError(err::kIllegalParams, "scan_size must be positive");
+  strategy.check(*cursor_->index(), p);
   cursor_->save();
   const size_t sp = space.begin();
   ChunkResult r;
