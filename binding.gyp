@@ -3,9 +3,14 @@
     {
       "target_name": "capped_expirationd",
       "sources": [
-        "native/engine/cursor.cc",
         "native/engine/expiry/chunk.cc",
+        "native/engine/expiry/early_break.cc",
+        "native/engine/expiry/full_scan.cc",
+        "native/engine/expiry/predicate.cc",
         "native/engine/index.cc",
+        "native/engine/index/hash_index.cc",
+        "native/engine/index/registry.cc",
+        "native/engine/index/tree_index.cc",
         "native/engine/key_def.cc",
         "native/engine/space.cc",
         "native/napi/addon.cc",

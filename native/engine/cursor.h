@@ -1,19 +1,13 @@
 // Cursor: a position in one index that stays valid while the space changes between steps.
 //
-// It serves both `index.pairs()` and the expiration daemon's scan. Like memtx iterators, a
-// TREE cursor remembers the last tuple it returned and the tree's version. When the version is
-// unchanged it steps through the linked leaves in O(1); when the only change since was the
-// erase of that very tuple (the daemon deleting what it just read) it continues from the
-// tree's erase_successor(), also O(1); after any other change it re-seeks strictly past the
-// last tuple in O(log n). A HASH cursor walks slots by position; tuples never move between
-// rehashes. Every tuple the walk has not reached has its home slot at or after the slot that
-// follows the last empty slot it passed (probe chains never cross an empty slot), and home slots
-// grow with the hash (home = hash * capacity / 2^64). So after a rehash (generation() changed) it
-// resumes at the same fraction of the new table, and at the end of the table it also sweeps the
-// slots before the first empty one (tuples that wrapped around): a tuple that lives through a
-// whole walk is returned at least once, possibly twice, never skipped, and the walk still ends.
+// It serves both `index.pairs()` and the expiration daemon's scan. Each index kind has its own
+// (TreeCursor in index/tree_index.h, HashCursor in index/hash_index.h), made by
+// Index::make_cursor(); callers see only this interface. Each kind's header states how its walk
+// survives changes (a TREE cursor re-seeks past the last tuple it returned; a HASH cursor walks
+// slots and resumes at the same fraction of the table after a rehash): a tuple that lives
+// through a whole walk is returned at least once and never skipped, and the walk ends.
 //
-// A bounded cursor (the daemon's) ends a TREE walk at the entry that was last when the walk
+// A bounded cursor (the daemon's) ends an ordered walk at the entry that was last when the walk
 // began: tuples appended behind it are new, not expired, and without the bound a pass over
 // ever-growing keys (timestamps, counters) would never end.
 //
@@ -21,93 +15,146 @@
 // transaction, during which the tuples it returned cannot be freed) it keeps a pointer to the
 // last tuple. detach() copies that tuple's bytes, so the cursor may outlive the tuple; call it
 // before control returns to JavaScript. The cursor refers to its Index by pointer: the space
-// that owns both must outlive it (space_object.cc enforces this with a reference and checks
-// for drop()).
+// that owns both must outlive it (the binding enforces this and checks for drop()).
+//
+// save()/restore(): one saved position (the expiry chunk saves at its start and restores when
+// it rolls back). at_end() peeks without touching it.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "index.h"
+#include "msgpack.h"
 
 namespace ce {
 
 class Cursor {
  public:
-  // `key` is a checked MessagePack array with `key_parts` parts (0 for none).
-  Cursor(Index* index, IterType type, std::string key, uint32_t key_parts, bool bounded = false);
+  Cursor(const Cursor&) = delete;
+  Cursor& operator=(const Cursor&) = delete;
+  virtual ~Cursor() = default;
 
   Index* index() const { return index_; }
+  // The iterator type after normalisation (a keyless EQ/GE/GT walks ALL, a keyless REQ/LT LE).
   IterType type() const { return type_; }
 
-  Tuple* next();
-  bool exhausted() const { return done_; }
+  // The next tuple, or nullptr at the end (and every call after). REQUIRES: the index's space
+  // is alive; if the cursor is attached, no tuple it returned was freed since.
+  virtual Tuple* next() = 0;
+  virtual bool exhausted() const = 0;
   // True when next() would return nothing; the cursor does not move.
-  bool at_end();
+  virtual bool at_end() = 0;
   // Up to n tuples, as n calls of next() would return them, prefetching each; fewer only at the
-  // end. The forward walks the daemon uses (ALL over a TREE or a HASH) step without re-checking
-  // the index between tuples, which is most of a scan's cost per tuple.
-  uint32_t next_batch(Tuple** out, uint32_t n);
-  void reset();
-  void detach();
+  // end. The forward walks the daemon uses (ALL) step without re-checking the index between
+  // tuples, which is most of a scan's cost per tuple. REQUIRES: as next(); out holds n.
+  virtual uint32_t next_batch(Tuple** out, uint32_t n) = 0;
+  // Back to before the first tuple.
+  virtual void reset() = 0;
+  // Stops relying on the last returned tuple staying allocated (copies its bytes).
+  virtual void detach() = 0;
+  // Remembers the position; restore() goes back to the last one saved (to the start if none).
+  virtual void save() = 0;
+  virtual void restore() = 0;
 
-  struct Saved {
-    bool started, done, attached;
-    Tree::Iterator pos;
-    uint64_t version;
-    std::vector<uint64_t> last_copy;
-    Tuple* last;
-    size_t slot;
-    uint64_t generation;
-    std::vector<uint64_t> bound;
-    size_t slot_limit;
-    bool wrap_pending;
-    size_t cluster_start, walk_capacity;
-  };
-  Saved save() const;
-  void restore(const Saved& s);
-
-  // The copy of the visited tuples kept by the scan-for-predicate path (see expiry/chunk.h).
-  std::string& visited() { return visited_; }
-  std::vector<size_t>& visited_offsets() { return visited_offsets_; }
-
- private:
-  bool reverse() const { return type_ == IterType::kLe || type_ == IterType::kLt || type_ == IterType::kReq; }
-  bool in_range(const Tuple* t) const;
-  Tuple* next_tree();
-  Tuple* next_hash();
-  TreeElem last_elem() const;
-  bool past_bound(const TreeElem& e) const;
-  Tuple* hash_step(const HashTable& hash, size_t limit);
+ protected:
+  // `key` is a checked MessagePack array with `key_parts` parts (0 for none).
+  Cursor(Index* index, IterType type, std::string key, uint32_t key_parts)
+      : index_(index), type_(type), key_(std::move(key)), key_parts_(key_parts) {
+    if (key_parts_ > 0) {
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(key_.data());
+      mp::read_array(&p);
+      key_first_ = p;
+    }
+    if (key_parts_ == 0 && (type_ == IterType::kEq || type_ == IterType::kGe || type_ == IterType::kGt))
+      type_ = IterType::kAll;
+    if (key_parts_ == 0 && (type_ == IterType::kReq || type_ == IterType::kLt)) type_ = IterType::kLe;
+  }
 
   Index* index_;
   IterType type_;
   std::string key_;
   const uint8_t* key_first_ = nullptr;
   uint32_t key_parts_;
-  uint64_t key_hint_lo_ = 0;  // every entry matching the key has a hint in [lo, hi]
-  uint64_t key_hint_hi_ = 0;
+};
 
-  bool started_ = false;
-  bool done_ = false;
-  bool attached_ = false;
-  Tree::Iterator pos_{};
-  uint64_t version_ = 0;
-  std::vector<uint64_t> last_copy_;  // a Tuple, 8-byte aligned
-  Tuple* last_ = nullptr;            // meaningful while attached_
-  size_t slot_ = 0;
-  uint64_t generation_ = 0;
-  bool bounded_;
-  std::vector<uint64_t> bound_;  // a Tuple: the last entry when the walk began (bounded TREE)
-  uint64_t bound_hint_ = 0;
-  size_t slot_limit_ = SIZE_MAX;  // HASH: where the walk stops (the wrapped sweep's end)
-  bool wrap_pending_ = false;     // HASH: resumed after a rehash, sweep the wrapped slots at the end
-  size_t cluster_start_ = 0;      // HASH: every unvisited tuple's home is at or after this slot
-  size_t walk_capacity_ = 0;      // HASH: the capacity cluster_start_ refers to
+namespace cursor_detail {
 
-  std::string visited_;
-  std::vector<size_t> visited_offsets_;
+// Prefetches a tuple's first bytes and, for a typical small tuple that straddles two cache
+// lines, its last ones (where a TTL field at the end lives). A prefetch never faults.
+inline void prefetch_tuple(const Tuple* t) {
+  if (t == nullptr) return;
+  __builtin_prefetch(t);
+  __builtin_prefetch(reinterpret_cast<const uint8_t*>(t) + 48);
+}
+
+// A tuple's bytes in 8-byte aligned storage.
+inline void copy_tuple(const Tuple* t, std::vector<uint64_t>* out) {
+  const size_t bytes = sizeof(Tuple) + t->size;
+  out->assign((bytes + 7) / 8, 0);
+  std::memcpy(out->data(), t, bytes);
+}
+
+}  // namespace cursor_detail
+
+// The state every walk has; a kind's State extends it with its own position.
+struct WalkState {
+  bool started = false;
+  bool done = false;
+  bool attached = false;
+  Tuple* last = nullptr;             // meaningful while attached
+  std::vector<uint64_t> last_copy;   // a Tuple, 8-byte aligned: the last one, once detached
+};
+
+// The parts of a cursor that do not depend on the kind. Derived (final) provides
+// `Tuple* step()`, the next tuple of the walk or nullptr, and may override next_batch(); State
+// is a WalkState with the kind's own fields, all of which save()/restore() copy.
+template <class Derived, class State>
+class CursorImpl : public Cursor {
+ public:
+  Tuple* next() final {
+    if (s_.done) return nullptr;
+    Tuple* t = static_cast<Derived*>(this)->step();
+    if (t == nullptr) {
+      s_.done = true;
+      s_.last = nullptr;
+      return nullptr;
+    }
+    s_.last = t;
+    s_.attached = true;
+    return t;
+  }
+  bool exhausted() const final { return s_.done; }
+  bool at_end() final {
+    if (s_.done) return true;
+    State keep = s_;
+    const bool end = next() == nullptr;
+    s_ = std::move(keep);
+    return end;
+  }
+  uint32_t next_batch(Tuple** out, uint32_t n) override {
+    uint32_t k = 0;
+    Tuple* t;
+    while (k < n && (t = next()) != nullptr) out[k++] = t;
+    return k;
+  }
+  void reset() final { s_ = State{}; }
+  void detach() final {
+    if (!s_.attached) return;
+    s_.attached = false;
+    if (s_.last == nullptr) return;
+    cursor_detail::copy_tuple(s_.last, &s_.last_copy);
+  }
+  void save() final { saved_ = s_; }
+  void restore() final { s_ = saved_; }
+
+ protected:
+  using Cursor::Cursor;
+  State s_;
+  State saved_;
 };
 
 }  // namespace ce

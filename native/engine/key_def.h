@@ -49,11 +49,14 @@ class KeyDef {
   bool has_field(uint32_t fieldno) const;
 
   // Throws ER_FIELD_MISSING or ER_FIELD_TYPE unless every part is present with its type.
+  // REQUIRES: `tuple` is a validated MessagePack array (mp::check).
   void check_tuple(const uint8_t* tuple) const;
   // `key` is a validated MessagePack array. Throws ER_KEY_PART_COUNT when it has more parts than
   // the definition, ER_KEY_TYPE when a part has the wrong type. Returns the part count.
   uint32_t check_key(const uint8_t* key) const;
 
+  // The comparisons, hints and hashes below REQUIRE tuples that passed check_tuple() and keys
+  // that passed check_key() (they do no bounds or type checks).
   int compare(const uint8_t* a, const uint8_t* b) const { return compare_from(a, b, 0); }
   // Compares parts [start, part_count()).
   int compare_from(const uint8_t* a, const uint8_t* b, uint32_t start) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "errors.h"
+#include "index/registry.h"
 #include "msgpack.h"
 
 namespace ce {
@@ -35,26 +36,21 @@ Index& Space::primary() {
   return *indexes_[0];
 }
 
-uint32_t Space::create_index(const std::string& name, IndexType type, bool unique, std::vector<KeyPart> parts) {
+uint32_t Space::create_index(const std::string& name, const std::string& kind, bool unique,
+                             std::vector<KeyPart> parts) {
+  const IndexKind& index_kind = find_index_kind(kind);
   for (const auto& idx : indexes_)
     if (idx->name() == name)
       throw DbError(err::kIndexExists, "Index '" + name + "' already exists in space '" + name_ + "'");
   if (parts.empty()) throw DbError(err::kIllegalParams, "Index '" + name + "' needs at least one part");
   if (indexes_.empty() && !unique)
     throw DbError(err::kIllegalParams, "Primary index '" + name + "' must be unique");
-  if (type == IndexType::kHash && !unique)
-    throw DbError(err::kIllegalParams, "HASH index '" + name + "' must be unique");
+  const uint32_t id = uint32_t(indexes_.size());
+  std::vector<KeyPart> pk_parts;
+  if (!indexes_.empty()) pk_parts = indexes_[0]->key_def().parts();
+  std::unique_ptr<Index> idx = index_kind.create(IndexSpec{id, name, unique, std::move(parts), std::move(pk_parts)});
   if (depth_ > 0)
     throw DbError(err::kTransaction, "createIndex() cannot run inside a transaction");
-  std::vector<KeyPart> cmp_parts = parts;
-  if (!unique) {
-    KeyDef probe(name, parts);
-    for (const KeyPart& p : indexes_[0]->key_def().parts())
-      if (!probe.has_field(p.fieldno)) cmp_parts.push_back(p);
-  }
-  const uint32_t id = uint32_t(indexes_.size());
-  auto idx = std::make_unique<Index>(id, name, type, unique, KeyDef(name, parts),
-                                     KeyDef(name, cmp_parts, /*composite_hint=*/!unique && type == IndexType::kTree));
   if (!indexes_.empty() && len() > 0) {
     const std::vector<Tuple*> tuples = all_tuples();
     for (Tuple* t : tuples) idx->key_def().check_tuple(t->data());
@@ -65,10 +61,14 @@ uint32_t Space::create_index(const std::string& name, IndexType type, bool uniqu
   return id;
 }
 
-void Space::check_tuple(const uint8_t* data, size_t size, bool checked) const {
+void Space::check_size(size_t size) const {
   if (size > max_tuple_size_)
     throw DbError(err::kTupleTooLarge, "Tuple of " + std::to_string(size) + " bytes exceeds maxTupleSize (" +
                                            std::to_string(max_tuple_size_) + " bytes) of space '" + name_ + "'");
+}
+
+void Space::check_tuple(const uint8_t* data, size_t size, bool checked) const {
+  check_size(size);
   if (size == 0 || (!checked && mp::check(data, data + size) != data + size))
     throw DbError(err::kTupleFormat, "Tuple is not valid MessagePack (truncated, malformed, trailing bytes, a string that is "
                                      "not well-formed UTF-8 such as a lone surrogate, or nested deeper than " +
@@ -77,57 +77,59 @@ void Space::check_tuple(const uint8_t* data, size_t size, bool checked) const {
   for (const auto& idx : indexes_) idx->key_def().check_tuple(data);
 }
 
-Tuple* Space::copy_tuple(const uint8_t* data, size_t size) {
-  Tuple* t = arena_.alloc(uint32_t(size));
-  std::memcpy(t->data(), data, size);
-  return t;
-}
-
-uint64_t Space::pk_hash(const uint8_t* data) const {
-  const Index& pk = *indexes_[0];
-  return pk.type() == IndexType::kHash ? pk.hash().hash_of(data) : 0;
-}
-
 void Space::insert(const uint8_t* data, size_t size, bool replace) {
   require_primary();
-  check_tuple(data, size, false);
-  insert_copy(data, size, replace, pk_hash(data));
-}
-
-void Space::insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t hash) {
-  Tuple* t = copy_tuple(data, size);
+  check_size(size);
+  // Copy first, validate the copy: the caller's bytes may be shared with another thread.
+  Tuple* t = arena_.alloc(uint32_t(size));
+  std::memcpy(t->data(), data, size);
   try {
-    insert_tuple(t, replace, hash);
+    check_tuple(t->data(), size, false);
+    insert_tuple(t, replace, indexes_[0]->prepare(t->data()));
   } catch (...) {
     free_tuple(t);
     throw;
   }
 }
 
-void Space::insert_tuple(Tuple* t, bool replace, uint64_t hash) {
+void Space::insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t pk_prepared) {
+  Tuple* t = arena_.alloc(uint32_t(size));
+  std::memcpy(t->data(), data, size);
+  try {
+    insert_tuple(t, replace, pk_prepared);
+  } catch (...) {
+    free_tuple(t);
+    throw;
+  }
+}
+
+void Space::insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared) {
   Index& pk = *indexes_[0];
-  Tuple* old = pk.type() == IndexType::kHash ? pk.hash().find_hashed(t->data(), hash) : pk.find_dup(t);
+  Tuple* old = pk.find_dup(t, pk_prepared);
   auto duplicate = [&](const Index& idx) {
     return DbError(err::kDuplicateKey,
                    "Duplicate key exists in unique index '" + idx.name() + "' in space '" + name_ + "'");
   };
   if (old != nullptr && !replace) throw duplicate(pk);
+  prepared_.resize(indexes_.size());
+  prepared_[0] = pk_prepared;
   for (size_t i = 1; i < indexes_.size(); i++) {
     const Index& idx = *indexes_[i];
+    prepared_[i] = idx.prepare(t->data());
     if (!idx.unique()) continue;
-    Tuple* dup = idx.find_dup(t);
+    Tuple* dup = idx.find_dup(t, prepared_[i]);
     if (dup != nullptr && dup != old) throw duplicate(idx);
   }
-  apply(old, t, &hash);
+  apply(old, t, prepared_.data(), indexes_.size());
 }
 
-void Space::apply(Tuple* old, Tuple* nw, const uint64_t* pk_hash) {
+void Space::apply(Tuple* old, Tuple* nw, const uint64_t* prepared, size_t n) {
   if (depth_ > 0 && undo_.size() == undo_.capacity()) undo_.reserve(std::max<size_t>(64, undo_.capacity() * 2));
   size_t done = 0;
   try {
     for (; done < indexes_.size(); done++) {
       Index& idx = *indexes_[done];
-      if (done == 0 && pk_hash != nullptr && idx.type() == IndexType::kHash) idx.replace_hashed(old, nw, *pk_hash);
+      if (done < n) idx.replace(old, nw, prepared[done]);
       else idx.replace(old, nw);
     }
   } catch (...) {
@@ -138,8 +140,12 @@ void Space::apply(Tuple* old, Tuple* nw, const uint64_t* pk_hash) {
   else if (old != nullptr) free_tuple(old);
 }
 
-size_t Space::insert_many(const uint8_t* data, size_t size) {
+size_t Space::insert_many(const uint8_t* caller_data, size_t size) {
   require_primary();
+  // Validate and insert from a private copy: the caller's bytes may be shared with another thread.
+  const std::unique_ptr<uint8_t[]> copy(new uint8_t[size == 0 ? 1 : size]);
+  if (size > 0) std::memcpy(copy.get(), caller_data, size);
+  const uint8_t* data = copy.get();
   const uint8_t* end = data + size;
   if (size == 0 || !mp::is_array(data) || size < (*data == 0xdc ? 3u : *data == 0xdd ? 5u : 1u))
     throw DbError(err::kTupleFormat, "insertMany() expects a MessagePack array of tuples");
@@ -151,7 +157,7 @@ size_t Space::insert_many(const uint8_t* data, size_t size) {
   struct Span {
     const uint8_t* data;
     size_t size;
-    uint64_t hash;
+    uint64_t prepared;
   };
   std::vector<Span> spans;
   spans.reserve(std::min<size_t>(count, size));
@@ -172,26 +178,17 @@ size_t Space::insert_many(const uint8_t* data, size_t size) {
   auto fail = [&](const DbError& e) {
     return DbError(e.code(), "insertMany(): tuple #" + std::to_string(i) + ": " + e.what() + "; nothing was inserted");
   };
-  // Pass 2 inserts. A HASH primary's slot for tuple i + kAhead is prefetched while tuple i is
-  // inserted, so the table's cache miss overlaps other work instead of stalling each insert.
+  // Pass 2 inserts. The primary prepares tuple i + kAhead (a HASH primary prefetches its slot)
+  // while tuple i is inserted, so a cache miss overlaps other work instead of stalling each insert.
   constexpr size_t kAhead = 8;
   const size_t valid = spans.size();
-  const HashTable* table = indexes_[0]->type() == IndexType::kHash ? &indexes_[0]->hash() : nullptr;
+  const Index& pk = *indexes_[0];
   const size_t sp = begin();
   try {
-    if (table) {
-      for (size_t k = 0; k < kAhead && k < valid; k++) {
-        spans[k].hash = table->hash_of(spans[k].data);
-        table->prefetch_hash(spans[k].hash);
-      }
-    }
+    for (size_t k = 0; k < kAhead && k < valid; k++) spans[k].prepared = pk.prepare(spans[k].data);
     for (i = 0; i < valid; i++) {
-      if (table && i + kAhead < valid) {
-        Span& ahead = spans[i + kAhead];
-        ahead.hash = table->hash_of(ahead.data);
-        table->prefetch_hash(ahead.hash);
-      }
-      insert_copy(spans[i].data, spans[i].size, false, spans[i].hash);
+      if (i + kAhead < valid) spans[i + kAhead].prepared = pk.prepare(spans[i + kAhead].data);
+      insert_copy(spans[i].data, spans[i].size, false, spans[i].prepared);
     }
     if (invalid) throw *invalid;
   } catch (const DbError& e) {
@@ -205,26 +202,84 @@ size_t Space::insert_many(const uint8_t* data, size_t size) {
   return count;
 }
 
-bool Space::remove(const uint8_t* key, std::string* out) {
-  Tuple* t = primary().get(key);
+bool Space::remove(const uint8_t* key, size_t size, std::string* out) {
+  Index& pk = primary();
+  const uint8_t* first;
+  const uint32_t parts = check_key(pk, key, size, &first);
+  if (parts != pk.key_def().part_count())
+    throw DbError(err::kKeyPartCount, "delete() needs a full primary key (" +
+                                          std::to_string(pk.key_def().part_count()) + " parts), got " +
+                                          std::to_string(parts));
+  Tuple* t = pk.get(first);
   if (t == nullptr) return false;
   out->append(reinterpret_cast<const char*>(t->data()), t->size);
   apply(t, nullptr);
   return true;
 }
 
-void Space::remove_tuple(Tuple* t, uint64_t hash) { apply(t, nullptr, &hash); }
+Tuple* Space::get(uint32_t index_id, const uint8_t* key, size_t size) {
+  Index& idx = index(index_id);
+  const uint8_t* first;
+  const uint32_t parts = check_key(idx, key, size, &first);
+  if (!idx.unique())
+    throw DbError(err::kUnsupported, "get() needs a unique index; '" + idx.name() + "' is not unique, use select()");
+  if (parts != idx.key_def().part_count())
+    throw DbError(err::kKeyPartCount, "get() on index '" + idx.name() + "' needs a full key (" +
+                                          std::to_string(idx.key_def().part_count()) + " parts), got " +
+                                          std::to_string(parts));
+  return idx.get(first);
+}
+
+std::unique_ptr<Cursor> Space::make_cursor(uint32_t index_id, const uint8_t* key, size_t size, IterType type,
+                                           bool bounded) {
+  Index& idx = index(index_id);
+  const uint8_t* first;
+  const uint32_t parts = check_key(idx, key, size, &first);
+  idx.check_iterator(type, parts);
+  return idx.make_cursor(type, std::string(reinterpret_cast<const char*>(key), size), parts, bounded);
+}
+
+Tuple* Space::min_max(uint32_t index_id, const uint8_t* key, size_t size, bool max) {
+  Index& idx = index(index_id);
+  if (!idx.ordered())
+    throw DbError(err::kUnsupported, std::string(idx.kind()) + " index '" + idx.name() + "' does not support " +
+                                         (max ? "max()" : "min()"));
+  return make_cursor(index_id, key, size, max ? IterType::kReq : IterType::kEq)->next();
+}
+
+void Space::select(uint32_t index_id, const uint8_t* key, size_t size, IterType type, uint64_t limit,
+                   uint64_t offset, std::string* out) {
+  std::unique_ptr<Cursor> c = make_cursor(index_id, key, size, type);
+  while (limit > 0) {
+    Tuple* t = c->next();
+    if (t == nullptr) break;
+    if (offset > 0) {
+      offset--;
+      continue;
+    }
+    out->append(reinterpret_cast<const char*>(t->data()), t->size);
+    limit--;
+  }
+}
+
+size_t Space::count(uint32_t index_id, const uint8_t* key, size_t size, IterType type) {
+  std::unique_ptr<Cursor> c = make_cursor(index_id, key, size, type);
+  if (c->type() == IterType::kAll) return c->index()->size();
+  size_t n = 0;
+  while (c->next() != nullptr) n++;
+  return n;
+}
 
 std::vector<Tuple*> Space::all_tuples() const {
   std::vector<Tuple*> tuples;
   tuples.reserve(len());
-  for_each_tuple([&](Tuple* t) { tuples.push_back(t); });
+  if (!indexes_.empty()) indexes_[0]->each([&](Tuple* t) { tuples.push_back(t); });
   return tuples;
 }
 
 void Space::free_large_tuples() {
-  if (!arena_.has_large()) return;
-  for_each_tuple([&](Tuple* t) {
+  if (!arena_.has_large() || indexes_.empty()) return;
+  indexes_[0]->each([&](Tuple* t) {
     if (TupleArena::is_large(t)) free_tuple(t);
   });
 }
@@ -266,12 +321,15 @@ void Space::commit(size_t savepoint) {
 void Space::rollback(size_t savepoint) {
   if (depth_ == 0 || savepoint > undo_.size())
     throw DbError(err::kTransaction, "rollback() without a matching begin()");
+  const bool undone = undo_.size() > savepoint;
   while (undo_.size() > savepoint) {
     const UndoEntry e = undo_.back();
     for (size_t i = indexes_.size(); i-- > 0;) indexes_[i]->replace(e.nw, e.old);
     if (e.nw != nullptr) free_tuple(e.nw);
     undo_.pop_back();
   }
+  if (undone)
+    for (auto& idx : indexes_) idx->rolled_back();
   if (--depth_ == 0) {
     undo_.clear();
     if (undo_.capacity() > 4096) undo_.shrink_to_fit();
@@ -295,25 +353,8 @@ std::string Space::check_integrity() const {
   const size_t n = indexes_[0]->size();
   for (const auto& idx : indexes_) {
     if (idx->size() != n) return "index '" + idx->name() + "' has " + std::to_string(idx->size()) + " entries, primary " + std::to_string(n);
-    if (idx->type() == IndexType::kTree) {
-      std::string why;
-      if (!idx->tree().check(&why)) return "index '" + idx->name() + "': " + why;
-      for (auto it = idx->tree().begin(); idx->tree().valid(it); idx->tree().next(it)) {
-        const TreeElem& e = idx->tree().get(it);
-        if (e.hint != idx->cmp_def().hint(e.tuple->data())) return "index '" + idx->name() + "': stale hint";
-        if (indexes_[0]->find_dup(e.tuple) != e.tuple) return "index '" + idx->name() + "' holds a tuple the primary does not";
-      }
-    } else {
-      size_t seen = 0;
-      for (size_t i = 0; i < idx->hash().slot_count(); i++) {
-        Tuple* t = idx->hash().slot(i);
-        if (t == nullptr) continue;
-        seen++;
-        if (idx->find_dup(t) != t) return "index '" + idx->name() + "': a tuple is not found by its own key";
-        if (indexes_[0]->find_dup(t) != t) return "index '" + idx->name() + "' holds a tuple the primary does not";
-      }
-      if (seen != n) return "index '" + idx->name() + "': slot walk found " + std::to_string(seen);
-    }
+    std::string why = idx->check(*indexes_[0]);
+    if (!why.empty()) return why;
   }
   return "";
 }

@@ -3,6 +3,10 @@
 // Ownership: a Space owns its TupleArena (every tuple), its indexes and its undo log. Nothing
 // else frees a tuple.
 //
+// Indexes are reached only through the Index interface (index.h); the space never asks which
+// kind it holds. Bytes from the caller are copied before they are validated (a Buffer over a
+// SharedArrayBuffer may change under us), so no unvalidated tuple is ever stored.
+//
 // Statements are atomic across indexes. insert/replace first validate the tuple against every
 // index and look for duplicates in every unique index, then apply the change index by index;
 // an index fails only on allocation, before it changes, and the indexes already changed are
@@ -23,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "cursor.h"
 #include "index.h"
 #include "key_def.h"
 #include "tuple.h"
@@ -40,48 +45,72 @@ class Space {
   const std::string& name() const { return name_; }
   uint32_t max_tuple_size() const { return max_tuple_size_; }
 
-  uint32_t create_index(const std::string& name, IndexType type, bool unique, std::vector<KeyPart> parts);
+  // Adds an index of the kind registered under `kind` ("TREE", "HASH"; see index/registry.cc)
+  // and fills it from the tuples already stored. Returns its id.
+  // REQUIRES: not in a transaction (ER_TRANSACTION); the first index is unique.
+  uint32_t create_index(const std::string& name, const std::string& kind, bool unique, std::vector<KeyPart> parts);
   size_t index_count() const { return indexes_.size(); }
+  // Throws ER_NO_SUCH_INDEX.
   Index& index(uint32_t id);
+  // Throws ER_NO_PRIMARY_INDEX.
   Index& primary();
 
-  // `data` is one MessagePack tuple from JavaScript, not yet validated.
+  // Statements. Every `key` argument is MessagePack from the caller, not yet validated: these
+  // check it (see check_key) and the rules of the index they use.
+
+  // `data` is one MessagePack tuple, not yet validated: it is copied into the arena first and
+  // validated there, so bytes that change under the caller's feet are never stored unchecked.
+  // REQUIRES: a primary index.
   void insert(const uint8_t* data, size_t size, bool replace);
-  // `data` is a MessagePack array of tuples; all or nothing. Returns the count.
+  // `data` is a MessagePack array of tuples; all or nothing. Returns the count. Copies the batch
+  // before validating it, as insert() does.
   size_t insert_many(const uint8_t* data, size_t size);
-  // Removes the tuple with this primary key (a checked key's first part); appends its bytes to
-  // `out`. Returns false when absent.
-  bool remove(const uint8_t* key, std::string* out);
-  // The primary key's hash of a tuple's bytes when the primary is HASH (0 otherwise), which
-  // saves computing it again inside the calls that take one.
-  uint64_t pk_hash(const uint8_t* data) const;
-  // Removes exactly this stored tuple from every index; `hash` is pk_hash(t->data()).
-  void remove_tuple(Tuple* t, uint64_t hash);
-  // Prefetches the hash slots a later remove_tuple(t) will touch, and returns pk_hash(t->data())
-  // for it; t should already be in cache.
-  uint64_t prefetch_remove(const Tuple* t) const {
-    uint64_t pk = 0;
-    for (size_t i = 0; i < indexes_.size(); i++) {
-      if (indexes_[i]->type() != IndexType::kHash) continue;
-      const uint64_t h = indexes_[i]->hash().hash_of(t->data());
-      indexes_[i]->hash().prefetch_hash(h);
-      if (i == 0) pk = h;
-    }
-    return pk;
+  // get(): the tuple with this full key of a unique index, or nullptr. Throws ER_UNSUPPORTED on
+  // a non-unique index, ER_KEY_PART_COUNT on a partial key.
+  Tuple* get(uint32_t index_id, const uint8_t* key, size_t size);
+  // delete(): removes the tuple with this full primary key and appends its bytes to *out.
+  // Returns false when absent. Throws ER_KEY_PART_COUNT on a partial key.
+  bool remove(const uint8_t* key, size_t size, std::string* out);
+  // min()/max() of an ordered index over the tuples matching a (partial) key, or nullptr.
+  // Throws ER_UNSUPPORTED on an unordered index.
+  Tuple* min_max(uint32_t index_id, const uint8_t* key, size_t size, bool max);
+  // A cursor after the index's iterator rules (Index::check_iterator). The space must outlive it.
+  std::unique_ptr<Cursor> make_cursor(uint32_t index_id, const uint8_t* key, size_t size, IterType type,
+                                      bool bounded = false);
+  // select(): appends the bytes of up to `limit` matching tuples after skipping `offset`.
+  void select(uint32_t index_id, const uint8_t* key, size_t size, IterType type, uint64_t limit, uint64_t offset,
+              std::string* out);
+  // count(): the number of matching tuples (O(1) for ALL).
+  size_t count(uint32_t index_id, const uint8_t* key, size_t size, IterType type);
+
+  // Removing a stored tuple, for walks that hold tuple pointers (the expiry chunk).
+  // prepare_remove(t) prefetches what remove_tuple(t) will touch in every index and returns
+  // what the primary derives from t (Index::prepare); t should already be in cache.
+  uint64_t prepare_remove(const Tuple* t) const {
+    for (size_t i = 1; i < indexes_.size(); i++) indexes_[i]->prefetch(t->data());
+    return indexes_[0]->prepare(t->data());
   }
+  // Removes exactly this stored tuple from every index. REQUIRES: t is stored;
+  // pk_prepared == prepare_remove(t) (or primary().prepare(t->data())).
+  void remove_tuple(Tuple* t, uint64_t pk_prepared) { apply(t, nullptr, &pk_prepared, 1); }
 
   size_t len() const;
+  // Removes every tuple (inside a transaction, statement by statement, so it can be rolled back).
   void truncate();
   size_t tuple_memory() const { return arena_.memory(); }
   size_t index_memory() const;
 
+  // Transactions (see above). begin() returns a savepoint; commit/rollback take the one their
+  // begin() returned, innermost first (ER_TRANSACTION otherwise).
   size_t begin();
+  // REQUIRES: savepoint is the innermost open transaction's (ER_TRANSACTION otherwise).
   void commit(size_t savepoint);
+  // REQUIRES: as commit(). Undoes its statements in reverse order.
   void rollback(size_t savepoint);
   bool in_transaction() const { return depth_ > 0; }
 
-  // Validates a key from JavaScript against an index: MessagePack, array, size, parts, types.
-  // Returns the part count and sets *first to the first part.
+  // Validates a key from the caller against an index: size, MessagePack, array, part count and
+  // types. Returns the part count and sets *first to the first part.
   uint32_t check_key(const Index& index, const uint8_t* key, size_t size, const uint8_t** first) const;
 
   // Walks every index and compares it with the primary; for tests. Returns "" when sound.
@@ -96,26 +125,15 @@ class Space {
   // Validates one tuple for this space (size, MessagePack, array, indexed fields); `checked`:
   // the caller already ran mp::check over exactly these bytes.
   void check_tuple(const uint8_t* data, size_t size, bool checked) const;
-  Tuple* copy_tuple(const uint8_t* data, size_t size);
-  // Copies checked bytes into a tuple and inserts it; `hash` is pk_hash(data).
-  void insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t hash);
+  void check_size(size_t size) const;
+  // Copies checked bytes into a tuple and inserts it; `pk_prepared` is primary().prepare(data).
+  void insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t pk_prepared);
   std::vector<Tuple*> all_tuples() const;
   void free_large_tuples();
-  template <class F>
-  void for_each_tuple(F f) const {
-    if (indexes_.empty()) return;
-    const Index& pk = *indexes_[0];
-    if (pk.type() == IndexType::kTree) {
-      for (auto it = pk.tree().begin(); pk.tree().valid(it); pk.tree().next(it)) f(pk.tree().get(it).tuple);
-    } else {
-      for (size_t i = 0; i < pk.hash().slot_count(); i++)
-        if (Tuple* t = pk.hash().slot(i)) f(t);
-    }
-  }
-  void insert_tuple(Tuple* t, bool replace, uint64_t hash);
-  // Replaces old by nw in every index (either may be null). pk_hash, when given, is pk_hash() of
-  // the tuple this leaves in the primary: nw when given, else old.
-  void apply(Tuple* old, Tuple* nw, const uint64_t* pk_hash = nullptr);
+  void insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared);
+  // Replaces old by nw in every index (either may be null). prepared[i], for i < n, is
+  // Index::prepare() of indexes_[i] for the tuple this leaves in it: nw when given, else old.
+  void apply(Tuple* old, Tuple* nw, const uint64_t* prepared = nullptr, size_t n = 0);
   void require_primary() const;
   void free_tuple(Tuple* t) { arena_.free(t); }
 
@@ -124,6 +142,7 @@ class Space {
   TupleArena arena_;
   std::vector<std::unique_ptr<Index>> indexes_;
   std::vector<UndoEntry> undo_;
+  std::vector<uint64_t> prepared_;  // insert_tuple's per-index prepare() values
   uint32_t depth_ = 0;
 };
 

@@ -37,12 +37,12 @@ napi_value CursorObject::construct(napi_env env, napi_callback_info info) {
 }
 
 napi_value CursorObject::create(napi_env env, AddonData* data, SpaceObject* owner, napi_value owner_handle,
-                                std::unique_ptr<Cursor> cursor) {
+                                std::unique_ptr<Scan> scan) {
   napi_value ctor = nullptr, obj = nullptr;
   check(napi_get_reference_value(env, data->cursor_ctor, &ctor));
   if (ctor == nullptr) throw NapiFailure{napi_generic_failure};
   check(napi_new_instance(env, ctor, 0, nullptr, &obj));
-  std::unique_ptr<CursorObject> self(new CursorObject(owner, std::move(cursor)));
+  std::unique_ptr<CursorObject> self(new CursorObject(owner, std::move(scan)));
   check(napi_create_reference(env, owner_handle, 1, &self->owner_ref_));
   data->holders++;
   const napi_status wrapped = napi_wrap(env, obj, self.get(), finalize, data, nullptr);
@@ -78,9 +78,9 @@ CursorObject* CursorObject::from_this(const Args& args) {
   return c;
 }
 
-Cursor& CursorObject::cursor() {
+Scan& CursorObject::scan() {
   owner_->space();
-  return *cursor_;
+  return *scan_;
 }
 
 // next(scratch)
@@ -88,7 +88,7 @@ napi_value CursorObject::next(napi_env env, napi_callback_info info) {
   return guard(env, [&]() -> napi_value {
     const Args args(env, info, 0);
     CursorObject* self = from_this(args);
-    Cursor& c = self->cursor();
+    Cursor& c = self->scan().cursor();
     Tuple* t = c.next();
     c.detach();  // before anything can fail: t stays readable until control returns to JavaScript
     return emit_tuple(args, 0, t);
@@ -98,7 +98,7 @@ napi_value CursorObject::next(napi_env env, napi_callback_info info) {
 napi_value CursorObject::reset(napi_env env, napi_callback_info info) {
   return guard(env, [&]() -> napi_value {
     const Args args(env, info, 0);
-    from_this(args)->cursor().reset();
+    from_this(args)->scan().cursor().reset();
     return nullptr;
   });
 }
@@ -106,10 +106,7 @@ napi_value CursorObject::reset(napi_env env, napi_callback_info info) {
 napi_value CursorObject::restore(napi_env env, napi_callback_info info) {
   return guard(env, [&]() -> napi_value {
     const Args args(env, info, 0);
-    CursorObject* self = from_this(args);
-    Cursor& c = self->cursor();
-    c.restore(self->saved_);
-    c.detach();
+    from_this(args)->scan().restore();
     return nullptr;
   });
 }

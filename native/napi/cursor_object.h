@@ -9,11 +9,11 @@
 // environment is being torn down fails cleanly: the error is dropped (safe.h), nothing is left
 // registered.
 //
-// Ownership: it owns its Cursor and holds a strong reference to the External of the SpaceObject
-// it came from, so that object (and the Index the cursor points into, until drop()) outlives
-// it; every call checks that the space was not dropped. It also keeps the cursor state saved
-// at the start of the running expiration chunk, restored when the chunk rolls back. Its
-// finalizer never touches the SpaceObject (during teardown that may be gone already).
+// Ownership: it owns its Scan (expiry/chunk.h: the cursor, the position saved at the start of
+// the running expiration chunk, and the visited tuples of a predicate chunk) and holds a strong
+// reference to the External of the SpaceObject it came from, so that object (and the Index the
+// cursor points into, until drop()) outlives it; every call checks that the space was not
+// dropped. Its finalizer never touches the SpaceObject (during teardown that may be gone already).
 //
 // Methods (JavaScript): next(scratch) returns the next tuple as emit() does (safe.h) or null;
 // reset(); restore() puts the cursor back where the last chunk or scan began.
@@ -24,6 +24,7 @@
 #include <memory>
 
 #include "cursor.h"
+#include "expiry/chunk.h"
 #include "safe.h"
 
 namespace ce {
@@ -34,18 +35,17 @@ class CursorObject {
  public:
   // Defines the CursorHandle class on exports and keeps its constructor in data->cursor_ctor.
   static void register_class(napi_env env, napi_value exports, AddonData* data);
-  // A new, registered cursor handle over `cursor`; owner_handle is owner's External.
+  // A new, registered cursor handle over `scan`; owner_handle is owner's External.
   static napi_value create(napi_env env, AddonData* data, SpaceObject* owner, napi_value owner_handle,
-                           std::unique_ptr<Cursor> cursor);
+                           std::unique_ptr<Scan> scan);
   // args[i] when it is a live cursor handle of `owner`; else throws ER_ILLEGAL_PARAMS.
   static CursorObject* from_arg(const Args& args, size_t i, const SpaceObject* owner);
 
   // REQUIRES: inside a call that holds this handle (so the owner is alive).
-  Cursor& cursor();  // throws ER_SPACE_DROPPED
-  Cursor::Saved& saved() { return saved_; }
+  Scan& scan();  // throws ER_SPACE_DROPPED
 
  private:
-  CursorObject(SpaceObject* owner, std::unique_ptr<Cursor> cursor) : owner_(owner), cursor_(std::move(cursor)) {}
+  CursorObject(SpaceObject* owner, std::unique_ptr<Scan> scan) : owner_(owner), scan_(std::move(scan)) {}
 
   static napi_value construct(napi_env env, napi_callback_info info);
   static void finalize(napi_env env, void* self, void* data);
@@ -57,8 +57,7 @@ class CursorObject {
 
   SpaceObject* owner_;
   napi_ref owner_ref_ = nullptr;  // strong: keeps the owner's External alive
-  std::unique_ptr<Cursor> cursor_;
-  Cursor::Saved saved_{};
+  std::unique_ptr<Scan> scan_;
 };
 
 }  // namespace ce

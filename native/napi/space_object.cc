@@ -61,30 +61,6 @@ IterType iter_arg(const Args& args, size_t i) {
   return IterType(v);
 }
 
-const char* iter_name(IterType t) {
-  static const char* names[] = {"EQ", "REQ", "ALL", "GE", "GT", "LE", "LT"};
-  return names[int(t)];
-}
-
-// Refuses what an index cannot do: HASH walks only ALL and EQ, with a full key.
-void check_iterator(const Index& index, IterType type, uint32_t parts) {
-  if (index.type() != IndexType::kHash) return;
-  if (type != IterType::kAll && type != IterType::kEq)
-    throw DbError(err::kIteratorType, std::string("HASH index '") + index.name() + "' does not support iterator '" +
-                                          iter_name(type) + "' (only 'ALL' and 'EQ')");
-  if (type == IterType::kEq && parts != 0 && parts != index.key_def().part_count())
-    throw DbError(err::kKeyPartCount, "HASH index '" + index.name() + "' needs a full key (" +
-                                          std::to_string(index.key_def().part_count()) + " parts), got " +
-                                          std::to_string(parts));
-}
-
-std::unique_ptr<Cursor> make_cursor(Space& space, Index& index, const KeyArg& key, IterType type, bool bounded = false) {
-  const uint8_t* first;
-  const uint32_t parts = space.check_key(index, key.data(), key.size(), &first);
-  check_iterator(index, type, parts);
-  return std::make_unique<Cursor>(&index, type, key.bytes, parts, bounded);
-}
-
 constexpr const char* kOut5 = "a Float64Array of at least 5 elements";
 
 // createIndex's parts: the two arrays, read element by element (a getter may run here).
@@ -225,14 +201,9 @@ napi_value SpaceObject::create_index(const Args& args) {
   const std::string type = later([&] { return args.string(1, "type"); });
   const bool unique = later([&] { return args.boolean(2, "unique"); });
   std::vector<KeyPart> parts = later([&] { return parts_arg(args, 3); });
-  const IndexType it = later([&] {
-    if (type == "TREE") return IndexType::kTree;
-    if (type == "HASH") return IndexType::kHash;
-    throw DbError(err::kIllegalParams, "Unknown index type '" + type + "'");
-  });
   Space& s = space();
   later.rethrow();
-  return number_value(args.env(), s.create_index(name, it, unique, std::move(parts)));
+  return number_value(args.env(), s.create_index(name, type, unique, std::move(parts)));
 }
 
 // insert(tuple, replace, start?, end?): start/end, the tuple is that range of the Buffer
@@ -279,17 +250,9 @@ napi_value SpaceObject::get(const Args& args) {
   const KeyArg key = later([&] { return key_arg(args, 1); });
   Space& s = space();
   early.rethrow();
-  Index& index = s.index(id);
+  s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
   later.rethrow();
-  const uint8_t* first;
-  const uint32_t parts = s.check_key(index, key.data(), key.size(), &first);
-  if (!index.unique())
-    throw DbError(err::kUnsupported, "get() needs a unique index; '" + index.name() + "' is not unique, use select()");
-  if (parts != index.key_def().part_count())
-    throw DbError(err::kKeyPartCount, "get() on index '" + index.name() + "' needs a full key (" +
-                                          std::to_string(index.key_def().part_count()) + " parts), got " +
-                                          std::to_string(parts));
-  return emit_tuple(args, 2, index.get(first));
+  return emit_tuple(args, 2, s.get(id, key.data(), key.size()));
 }
 
 // delete(key, scratch)
@@ -297,16 +260,10 @@ napi_value SpaceObject::remove(const Args& args) {
   Deferred later;
   const KeyArg key = later([&] { return key_arg(args, 0); });
   Space& s = space();
-  Index& pk = s.primary();
+  s.primary();  // ER_NO_PRIMARY_INDEX before the key's errors
   later.rethrow();
-  const uint8_t* first;
-  const uint32_t parts = s.check_key(pk, key.data(), key.size(), &first);
-  if (parts != pk.key_def().part_count())
-    throw DbError(err::kKeyPartCount, "delete() needs a full primary key (" +
-                                          std::to_string(pk.key_def().part_count()) + " parts), got " +
-                                          std::to_string(parts));
   std::string out;
-  if (!s.remove(first, &out)) return null_value(args.env());
+  if (!s.remove(key.data(), key.size(), &out)) return null_value(args.env());
   return emit(args, 1, out);
 }
 
@@ -316,24 +273,14 @@ napi_value SpaceObject::select(const Args& args) {
   const uint32_t id = early([&] { return args.u32(0, "index"); });
   const KeyArg key = later([&] { return key_arg(args, 1); });
   const IterType type = later([&] { return iter_arg(args, 2); });
-  uint64_t limit = later([&] { return args.count(3, "limit"); });
-  uint64_t offset = later([&] { return args.count(4, "offset"); });
+  const uint64_t limit = later([&] { return args.count(3, "limit"); });
+  const uint64_t offset = later([&] { return args.count(4, "offset"); });
   Space& s = space();
   early.rethrow();
-  Index& index = s.index(id);
+  s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
   later.rethrow();
-  std::unique_ptr<Cursor> c = make_cursor(s, index, key, type);
   std::string out;
-  while (limit > 0) {
-    Tuple* t = c->next();
-    if (t == nullptr) break;
-    if (offset > 0) {
-      offset--;
-      continue;
-    }
-    out.append(reinterpret_cast<const char*>(t->data()), t->size);
-    limit--;
-  }
+  s.select(id, key.data(), key.size(), type, limit, offset, &out);
   return emit(args, 5, out);
 }
 
@@ -345,13 +292,9 @@ napi_value SpaceObject::count(const Args& args) {
   const IterType type = later([&] { return iter_arg(args, 2); });
   Space& s = space();
   early.rethrow();
-  Index& index = s.index(id);
+  s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
   later.rethrow();
-  std::unique_ptr<Cursor> c = make_cursor(s, index, key, type);
-  if (c->type() == IterType::kAll) return number_value(args.env(), double(index.size()));
-  double n = 0;
-  while (c->next() != nullptr) n++;
-  return number_value(args.env(), n);
+  return number_value(args.env(), double(s.count(id, key.data(), key.size(), type)));
 }
 
 // minmax(index, key, max, scratch)
@@ -362,12 +305,9 @@ napi_value SpaceObject::minmax(const Args& args) {
   const bool max = later([&] { return args.boolean(2, "max"); });
   Space& s = space();
   early.rethrow();
-  Index& index = s.index(id);
+  s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
   later.rethrow();
-  if (index.type() != IndexType::kTree)
-    throw DbError(err::kUnsupported, "HASH index '" + index.name() + "' does not support " + (max ? "max()" : "min()"));
-  std::unique_ptr<Cursor> c = make_cursor(s, index, key, max ? IterType::kReq : IterType::kEq);
-  return emit_tuple(args, 3, c->next());
+  return emit_tuple(args, 3, s.min_max(id, key.data(), key.size(), max));
 }
 
 // len(index?)
@@ -434,10 +374,10 @@ napi_value SpaceObject::cursor(const Args& args) {
   const bool bounded = later([&] { return args.length() > 3 && !args.is_undefined(3) && args.boolean(3, "bounded"); });
   Space& s = space();
   early.rethrow();
-  Index& index = s.index(id);
+  s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
   later.rethrow();
-  std::unique_ptr<Cursor> c = make_cursor(s, index, key, type, bounded);
-  return CursorObject::create(args.env(), args.data(), this, args.raw(0), std::move(c));
+  auto scan = std::make_unique<Scan>(s.make_cursor(id, key.data(), key.size(), type, bounded));
+  return CursorObject::create(args.env(), args.data(), this, args.raw(0), std::move(scan));
 }
 
 // expireChunk(cursor, fieldno, scanSize, now, earlyBreak, mode, out, scratch)
@@ -459,22 +399,16 @@ napi_value SpaceObject::expire_chunk(const Args& args) {
   Space& s = space();
   later.rethrow();
   out.write({0, 0, 0, 0, 0});
-  Cursor& c = co->cursor();
-  if (early && (c.index()->type() != IndexType::kTree || c.index()->key_def().parts()[0].fieldno != fieldno))
-    throw DbError(err::kIllegalParams, "Early break needs a TREE index whose first part is the TTL field");
-  co->saved() = c.save();
+  ChunkParams p;
+  p.fieldno = fieldno;
+  p.scan_size = scan_size;
+  p.now = now;
+  p.early_break = early;
+  p.keep_open = mode == 2;
   std::string deleted;
-  const size_t sp = s.begin();
-  ChunkResult r;
-  try {
-    r = ce::expire_chunk(s, c, fieldno, scan_size, now, early, mode > 0 ? &deleted : nullptr);
-    if (mode < 2) s.commit(sp);
-  } catch (...) {
-    s.rollback(sp);
-    c.restore(co->saved());
-    throw;
-  }
-  out.write({double(r.checked), double(r.expired), r.pass_end ? 1.0 : 0.0, r.early_break ? 1.0 : 0.0, double(sp)});
+  const ChunkResult r = co->scan().expire(s, p, mode > 0 ? &deleted : nullptr);
+  out.write({double(r.checked), double(r.expired), r.pass_end ? 1.0 : 0.0, r.early_break ? 1.0 : 0.0,
+             double(r.savepoint)});
   if (mode == 0) return nullptr;
   return emit(args, 7, deleted);
 }
@@ -486,10 +420,7 @@ napi_value SpaceObject::rollback_chunk(const Args& args) {
   const size_t savepoint = size_t(later([&] { return args.count(1, "savepoint"); }));
   Space& s = space();
   later.rethrow();
-  Cursor& c = co->cursor();
-  s.rollback(savepoint);
-  c.restore(co->saved());
-  c.detach();
+  co->scan().rollback_open(s, savepoint);
   return nullptr;
 }
 
@@ -505,12 +436,11 @@ napi_value SpaceObject::scan_chunk(const Args& args) {
   space();
   later.rethrow();
   out.write({0, 0, 0, 0, 0});
-  Cursor& c = co->cursor();
-  co->saved() = c.save();
+  Scan& scan = co->scan();
   bool pass_end = false;
-  const uint32_t n = ce::scan_chunk(c, scan_size, &pass_end);
+  const uint32_t n = scan.scan(scan_size, &pass_end);
   out.write({double(n), 0, pass_end ? 1.0 : 0.0, 0, 0});
-  return emit(args, 3, c.visited());
+  return emit(args, 3, scan.visited());
 }
 
 // deleteVisited(cursor, positions, keepOpen, out, scratch): deletes visited tuples by position
@@ -530,19 +460,9 @@ napi_value SpaceObject::delete_visited(const Args& args) {
   Space& s = space();
   later.rethrow();
   out.write({0, 0, 0, 0, 0});
-  Cursor& c = co->cursor();
   std::string deleted;
-  const size_t sp = s.begin();
-  uint32_t removed;
-  try {
-    removed = ce::delete_visited(s, c, positions.data(), positions.size(), &deleted);
-    if (!keep_open) s.commit(sp);
-  } catch (...) {
-    s.rollback(sp);
-    c.restore(co->saved());
-    throw;
-  }
-  out.write({0, double(removed), 0, 0, double(sp)});
+  const ChunkResult r = co->scan().delete_visited(s, positions.data(), positions.size(), keep_open, &deleted);
+  out.write({0, double(r.expired), 0, 0, double(r.savepoint)});
   return emit(args, 4, deleted);
 }
 

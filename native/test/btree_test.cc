@@ -103,18 +103,18 @@ struct Stats {
   uint64_t injected = 0;
 } g_stats;
 
-double nowNs() {
+double now_ns() {
   return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void checkTree(const Tree& t, const std::string& ctx) {
+void check_tree(const Tree& t, const std::string& ctx) {
   std::string why;
   ++g_stats.checks;
   if (!t.check(&why)) fail(ctx + ": check(): " + why);
 }
 
 // Full forward and backward walk compared with the model; returns the number of leaves.
-size_t compareAll(const Tree& t, const std::set<uint64_t>& model, const std::string& ctx) {
+size_t compare_all(const Tree& t, const std::set<uint64_t>& model, const std::string& ctx) {
   expect(t.size() == model.size(), ctx, ": size ", t.size(), " != ", model.size());
   size_t leaves = 0;
   const void* leaf = nullptr;
@@ -195,7 +195,7 @@ struct Harness {
     ++g_stats.ops;
   }
 
-  void expectAt(Tree::Iterator it, std::set<uint64_t>::const_iterator want, const std::string& what) {
+  void expect_at(Tree::Iterator it, std::set<uint64_t>::const_iterator want, const std::string& what) {
     if (want == model.end()) {
       expect(!tree.valid(it), ctx, ": ", what, " should be end");
     } else {
@@ -205,8 +205,8 @@ struct Harness {
 
   void bounds(uint64_t k, unsigned shift) {
     g_probe = k;
-    expectAt(tree.lower_bound_elem(E{k, k}), model.lower_bound(k), "lower_bound_elem");
-    expectAt(tree.upper_bound_elem(E{k, k}), model.upper_bound(k), "upper_bound_elem");
+    expect_at(tree.lower_bound_elem(E{k, k}), model.lower_bound(k), "lower_bound_elem");
+    expect_at(tree.upper_bound_elem(E{k, k}), model.upper_bound(k), "upper_bound_elem");
     g_probe = kNone;
     // Key-prefix search: compares key >> shift only (monotonic along the element order).
     auto kc = [k, shift](const E& e) {
@@ -214,8 +214,8 @@ struct Harness {
       const uint64_t a = e.key >> shift, b = k >> shift;
       return a < b ? -1 : a > b ? 1 : 0;
     };
-    expectAt(tree.lower_bound(kc), model.lower_bound(k >> shift << shift), "lower_bound(kc)");
-    expectAt(tree.upper_bound(kc), model.lower_bound(((k >> shift) + 1) << shift), "upper_bound(kc)");
+    expect_at(tree.lower_bound(kc), model.lower_bound(k >> shift << shift), "lower_bound(kc)");
+    expect_at(tree.upper_bound(kc), model.lower_bound(((k >> shift) + 1) << shift), "upper_bound(kc)");
     ++g_stats.ops;
   }
 
@@ -225,7 +225,7 @@ struct Harness {
     g_probe = kNone;
     auto m = model.lower_bound(k);
     for (size_t s = 0; s < steps && tree.valid(it); ++s) {
-      expectAt(it, m, "walk");
+      expect_at(it, m, "walk");
       if (forward) {
         tree.next(it);
         ++m;
@@ -242,7 +242,7 @@ struct Harness {
   }
 
   // Inserts k with allocation failures injected at every allocation it makes, in turn.
-  void insertWithFailures(uint64_t k, bool compareContents) {
+  void insert_with_failures(uint64_t k, bool compare_contents) {
     const size_t size = tree.size(), memory = tree.memory();
     const uint64_t version = tree.version();
     for (long allowed = 0;; ++allowed) {
@@ -264,8 +264,8 @@ struct Harness {
       }
       ++g_stats.injected;
       expect(tree.size() == size && tree.memory() == memory && tree.version() == version, ctx, ": failed insert changed size/memory/version");
-      checkTree(tree, ctx + " after injected bad_alloc");
-      if (compareContents) compareAll(tree, model, ctx + " after injected bad_alloc");
+      check_tree(tree, ctx + " after injected bad_alloc");
+      if (compare_contents) compare_all(tree, model, ctx + " after injected bad_alloc");
     }
     ++g_stats.ops;
   }
@@ -293,7 +293,7 @@ struct Harness {
         for (uint64_t k : model) g_live[k] = 0;
         for (uint64_t k : sorted) g_live[k] = 1;
       }
-      checkTree(tree, ctx + " after failed build");
+      check_tree(tree, ctx + " after failed build");
     }
     const uint64_t version = tree.version();
     tree.build(elems.data(), elems.size());
@@ -318,7 +318,7 @@ struct Harness {
 
 // Random operation sequences; the tree grows and shrinks in waves so that it splits, merges,
 // gains and loses levels many times.
-void randomOps(uint64_t seed, uint64_t universe, size_t ops) {
+void random_ops(uint64_t seed, uint64_t universe, size_t ops) {
   std::mt19937_64 rng(seed);
   Harness h("random(seed=" + std::to_string(seed) + ", universe=" + std::to_string(universe) + ")", universe);
   auto key = [&] { return rng() % universe; };
@@ -343,10 +343,10 @@ void randomOps(uint64_t seed, uint64_t universe, size_t ops) {
       const bool up = rng() % 2;
       for (int j = 0; j < 40 && k < universe; ++j, k = up ? k + 1 : k - 1) h.insert(k);
     } else if (r < 995) {
-      h.insertWithFailures(key(), h.model.size() < 3000);
+      h.insert_with_failures(key(), h.model.size() < 3000);
     } else if (r < 998) {
       const size_t before = h.model.size();
-      compareAll(h.tree, h.model, h.ctx);
+      compare_all(h.tree, h.model, h.ctx);
       expect(h.model.size() == before, h.ctx);
     } else if (r < 999) {
       std::vector<uint64_t> sorted;
@@ -367,20 +367,20 @@ void randomOps(uint64_t seed, uint64_t universe, size_t ops) {
       if (!h.tree.check(&why)) fail(h.ctx + " op " + std::to_string(op) + ": check(): " + why);
     }
   }
-  compareAll(h.tree, h.model, h.ctx + " final");
-  checkTree(h.tree, h.ctx + " final");
+  compare_all(h.tree, h.model, h.ctx + " final");
+  check_tree(h.tree, h.ctx + " final");
 }
 
 // Sizes around 30 (leaf), 21*30 and 21*21*30 (inner) after sequential inserts leave edge nodes
 // with a single element or child; erasing around them exercises the cascades at the edges.
-void edgeShapes(std::mt19937_64& rng) {
+void edge_shapes(std::mt19937_64& rng) {
   const uint64_t sizes[] = {1, 2, 29, 30, 31, 45, 630, 631, 645, 660, 661, 13230, 13231, 13245, 13261};
   for (uint64_t n : sizes) {
     for (int scenario = 0; scenario < 4; ++scenario) {
       Harness h("edge shapes n=" + std::to_string(n) + " scenario " + std::to_string(scenario), n + 1);
       const bool descending = scenario == 1;
       for (uint64_t j = 0; j < n; ++j) h.insert(descending ? n - 1 - j : j);
-      checkTree(h.tree, h.ctx + " filled");
+      check_tree(h.tree, h.ctx + " filled");
       std::vector<uint64_t> order(n);
       std::iota(order.begin(), order.end(), 0);
       if (scenario == 0) std::reverse(order.begin(), order.end());
@@ -390,7 +390,7 @@ void edgeShapes(std::mt19937_64& rng) {
       }
       for (uint64_t j = 0; j < n; ++j) {
         h.erase(order[j]);
-        if (n - j < 800 || j % 64 == 0) checkTree(h.tree, h.ctx + " erasing");
+        if (n - j < 800 || j % 64 == 0) check_tree(h.tree, h.ctx + " erasing");
         if (j == n / 2 && j >= 50) {  // put some back, then go on erasing
           for (int q = 0; q < 50; ++q) h.insert(order[j - q]);
           for (int q = 0; q < 50; ++q) h.erase(order[j - q]);
@@ -425,7 +425,7 @@ struct Large {
     std::shuffle(shuffled.begin(), shuffled.end(), rng);
   }
 
-  std::vector<uint64_t> inOrder(Order o) const {
+  std::vector<uint64_t> in_order(Order o) const {
     if (o == Order::kRandom) return shuffled;
     if (o == Order::kDescending) return std::vector<uint64_t>(sorted.rbegin(), sorted.rend());
     return sorted;
@@ -434,7 +434,7 @@ struct Large {
   // Fills t by inserting in the given order; returns {leaf fill, bytes per element}.
   std::pair<double, double> fill(Tree& t, Order o) {
     g_live.assign(4 * n + 4, 0);
-    const std::vector<uint64_t> keys = inOrder(o);
+    const std::vector<uint64_t> keys = in_order(o);
     for (uint64_t k : keys) {
       g_probe = k;
       if (!t.insert(E{k, k})) fail(std::string("insert failed during ") + name(o) + " fill");
@@ -442,7 +442,7 @@ struct Large {
     }
     g_probe = kNone;
     g_stats.ops += keys.size();
-    checkTree(t, std::string("after ") + name(o) + " inserts");
+    check_tree(t, std::string("after ") + name(o) + " inserts");
     size_t leaves = 0;
     const void* leaf = nullptr;
     size_t i = 0;
@@ -461,9 +461,9 @@ struct Large {
             static_cast<double>(t.memory()) / static_cast<double>(n)};
   }
 
-  void eraseAll(Tree& t, Order o, std::mt19937_64& rng) {
+  void erase_all(Tree& t, Order o, std::mt19937_64& rng) {
     const std::string ctx = std::string(name(o)) + " erase";
-    std::vector<uint64_t> keys = inOrder(o);
+    std::vector<uint64_t> keys = in_order(o);
     if (o == Order::kRandom) std::shuffle(keys.begin(), keys.end(), rng);
     std::vector<uint64_t> succ(keys.size());  // erase_successor's key after each erase, kNone for end
     const size_t chunk = keys.size() / 8 + 1;
@@ -484,7 +484,7 @@ struct Large {
         succ[j] = t.valid(it) ? t.get(it).key : kNone;
       }
       g_stats.ops += to - from;
-      checkTree(t, ctx + " chunk");
+      check_tree(t, ctx + " chunk");
       expect(t.size() == keys.size() - to, ctx, ": size");
       for (size_t j = 0; j < keys.size(); j += 17) {  // lookups on the half-erased tree
         const uint64_t k = keys[j];
@@ -513,12 +513,12 @@ struct Large {
 
 // TTL pattern: keys arrive ascending at the right end while a daemon erases from the left end,
 // walking with erase_successor and re-seeking only when an insert moved things.
-void ttlPattern(size_t steps, std::mt19937_64& rng, double* bytesPerElem) {
+void ttl_pattern(size_t steps, std::mt19937_64& rng, double* bytes_per_elem) {
   Harness h("ttl", steps + 1);
   std::deque<uint64_t> live;
   uint64_t next = 0;
   Tree::Iterator it{};
-  uint64_t itVersion = ~uint64_t{0};
+  uint64_t it_version = ~uint64_t{0};
   for (size_t s = 0; s < steps; ++s) {
     const bool grow = (s / 20000) % 3 != 2;
     if (rng() % 100 < (grow ? 60u : 35u) || live.empty()) {
@@ -526,18 +526,18 @@ void ttlPattern(size_t steps, std::mt19937_64& rng, double* bytesPerElem) {
       live.push_back(next++);
       continue;
     }
-    if (h.tree.version() != itVersion) it = h.tree.begin();
+    if (h.tree.version() != it_version) it = h.tree.begin();
     const uint64_t k = h.tree.get(it).key;
     expect(k == live.front(), "ttl: daemon is not at the smallest key");
     h.erase(k);
     live.pop_front();
     it = h.tree.erase_successor();
-    itVersion = h.tree.version();
-    if (s % 4096 == 0) checkTree(h.tree, "ttl");
+    it_version = h.tree.version();
+    if (s % 4096 == 0) check_tree(h.tree, "ttl");
   }
-  compareAll(h.tree, h.model, "ttl final");
-  checkTree(h.tree, "ttl final");
-  *bytesPerElem = static_cast<double>(h.tree.memory()) / static_cast<double>(h.tree.size());
+  compare_all(h.tree, h.model, "ttl final");
+  check_tree(h.tree, "ttl final");
+  *bytes_per_elem = static_cast<double>(h.tree.memory()) / static_cast<double>(h.tree.size());
 }
 
 // ---- heap tuples: stale comparisons are use-after-free for ASan ----------------------------
@@ -557,12 +557,12 @@ struct TCmp {
   }
 };
 
-void tupleOps(size_t ops, std::mt19937_64& rng) {
+void tuple_ops(size_t ops, std::mt19937_64& rng) {
   ce::BTree<TE, TCmp> tree{TCmp{}};
   std::set<uint64_t> model;
   const uint64_t universe = 30000;
   std::string why;
-  auto eraseStored = [&](uint64_t k) {
+  auto erase_stored = [&](uint64_t k) {
     Tuple probe{k};
     const TE* stored = tree.find(TE{&probe, k});
     if (!stored) return;
@@ -583,7 +583,7 @@ void tupleOps(size_t ops, std::mt19937_64& rng) {
       if (tree.insert(TE{t, k})) model.insert(k);
       else delete t;
     } else if (r < 95) {
-      eraseStored(k);
+      erase_stored(k);
     } else if (r < 98) {
       Tuple probe{k};
       auto it = tree.lower_bound_elem(TE{&probe, k});
@@ -619,7 +619,7 @@ struct PlainCmp {
 
 // ns per operation: inserts (random, ascending, descending), erases (random, ascending,
 // descending, left-end walk), finds (random).
-void bench(const Large& large, double insertNs[3], double eraseNs[4], double* findNs) {
+void bench(const Large& large, double insert_ns[3], double erase_ns[4], double* find_ns) {
   const double n = static_cast<double>(large.n);
   std::mt19937_64 rng(7);
   std::vector<uint64_t> other = large.shuffled;
@@ -628,25 +628,25 @@ void bench(const Large& large, double insertNs[3], double eraseNs[4], double* fi
     for (int eo = 0; eo < 4; ++eo) {
       if (io > 0 && eo != io) continue;
       ce::BTree<E, PlainCmp> t{PlainCmp{}};
-      const std::vector<uint64_t> keys = large.inOrder(static_cast<Order>(io));
-      double start = nowNs();
+      const std::vector<uint64_t> keys = large.in_order(static_cast<Order>(io));
+      double start = now_ns();
       for (uint64_t k : keys) t.insert(E{k, k});
-      insertNs[io] = (nowNs() - start) / n;
+      insert_ns[io] = (now_ns() - start) / n;
       if (eo == 0) {
         size_t found = 0;
-        start = nowNs();
+        start = now_ns();
         for (uint64_t k : other) found += t.find(E{k, k}) != nullptr;
-        *findNs = (nowNs() - start) / n;
+        *find_ns = (now_ns() - start) / n;
         expect(found == large.n, "bench: find");
       }
-      const std::vector<uint64_t> order = eo == 0 ? other : large.inOrder(static_cast<Order>(eo));
-      start = nowNs();
+      const std::vector<uint64_t> order = eo == 0 ? other : large.in_order(static_cast<Order>(eo));
+      start = now_ns();
       if (eo == 3) {
         for (auto it = t.begin(); t.valid(it); it = t.erase_successor()) t.erase(t.get(it));
       } else {
         for (uint64_t k : order) t.erase(E{k, k});
       }
-      eraseNs[eo] = (nowNs() - start) / n;
+      erase_ns[eo] = (now_ns() - start) / n;
       expect(t.size() == 0 && t.memory() == 0, "bench: erase all");
       g_stats.ops += 2 * large.n;
     }
@@ -659,26 +659,26 @@ int main(int argc, char** argv) {
   const size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 200000;
   if (n < 1000) fail("large_n must be >= 1000");
   std::mt19937_64 rng(20240611);
-  const double t0 = nowNs();
+  const double t0 = now_ns();
   std::string phases;
-  double phaseStart = t0;
+  double phase_start = t0;
   auto phase = [&](const char* what) {
-    const double t = nowNs();
-    phases += std::string(phases.empty() ? "" : ", ") + what + " " + std::to_string(static_cast<int>((t - phaseStart) / 1e6)) + " ms";
-    phaseStart = t;
+    const double t = now_ns();
+    phases += std::string(phases.empty() ? "" : ", ") + what + " " + std::to_string(static_cast<int>((t - phase_start) / 1e6)) + " ms";
+    phase_start = t;
   };
 
   Large large(n, rng);
-  double insertNs[3] = {}, eraseNs[4] = {}, findNs = 0;
-  bench(large, insertNs, eraseNs, &findNs);  // first, on a fresh heap
+  double insert_ns[3] = {}, erase_ns[4] = {}, find_ns = 0;
+  bench(large, insert_ns, erase_ns, &find_ns);  // first, on a fresh heap
   phase("bench");
 
   // Small trees, check() after (almost) every operation.
-  randomOps(1, 64, 20000);
-  randomOps(2, 600, 60000);
-  randomOps(3, 5000, 120000);
-  randomOps(4, 60000, 150000);
-  edgeShapes(rng);
+  random_ops(1, 64, 20000);
+  random_ops(2, 600, 60000);
+  random_ops(3, 5000, 120000);
+  random_ops(4, 60000, 150000);
+  edge_shapes(rng);
   phase("random small");
   {  // edge cases of an empty and a one-element tree
     Harness h("tiny", 16);
@@ -693,44 +693,44 @@ int main(int argc, char** argv) {
     expect(h.tree.memory() == 0, "tiny: memory after erasing the only element");
     h.build({});
     h.build({1, 2, 5});
-    compareAll(h.tree, h.model, "tiny");
-    checkTree(h.tree, "tiny");
+    compare_all(h.tree, h.model, "tiny");
+    check_tree(h.tree, "tiny");
   }
 
   // Large trees: every insert order combined with every erase order.
   const Order inserts[] = {Order::kRandom, Order::kAscending, Order::kDescending};
   const Order erases[] = {Order::kRandom, Order::kAscending, Order::kDescending, Order::kDaemon};
-  double leafFill[3] = {}, bytes[3] = {};
+  double leaf_fill[3] = {}, bytes[3] = {};
   for (Order io : inserts) {
     for (Order eo : erases) {
       Tree t{ECmp{}};
-      auto [fill, perElem] = large.fill(t, io);
-      leafFill[static_cast<int>(io)] = fill;
-      bytes[static_cast<int>(io)] = perElem;
-      large.eraseAll(t, eo, rng);
+      auto [fill, per_elem] = large.fill(t, io);
+      leaf_fill[static_cast<int>(io)] = fill;
+      bytes[static_cast<int>(io)] = per_elem;
+      large.erase_all(t, eo, rng);
     }
   }
   phase("large orders");
-  double buildBytes = 0;
+  double build_bytes = 0;
   {  // build() packs, then random inserts and erases keep working
     Harness h("after build", 4 * n + 4);
     h.build(large.sorted);
-    checkTree(h.tree, h.ctx);
-    const double perElem = static_cast<double>(h.tree.memory()) / static_cast<double>(n);
+    check_tree(h.tree, h.ctx);
+    const double per_elem = static_cast<double>(h.tree.memory()) / static_cast<double>(n);
     for (size_t j = 0; j < n / 4; ++j) {
       h.insert(rng() % (4 * n));
       h.erase(large.shuffled[j]);
-      if (j % 8192 == 0) checkTree(h.tree, h.ctx);
+      if (j % 8192 == 0) check_tree(h.tree, h.ctx);
     }
-    compareAll(h.tree, h.model, h.ctx);
-    checkTree(h.tree, h.ctx);
-    buildBytes = perElem;
+    compare_all(h.tree, h.model, h.ctx);
+    check_tree(h.tree, h.ctx);
+    build_bytes = per_elem;
   }
   phase("build");
-  double ttlBytes = 0;
-  ttlPattern(std::max<size_t>(n, 200000), rng, &ttlBytes);
+  double ttl_bytes = 0;
+  ttl_pattern(std::max<size_t>(n, 200000), rng, &ttl_bytes);
   phase("ttl");
-  tupleOps(std::max<size_t>(n / 2, 100000), rng);
+  tuple_ops(std::max<size_t>(n / 2, 100000), rng);
   phase("tuples");
 
 
@@ -738,16 +738,16 @@ int main(int argc, char** argv) {
   for (Order o : erases) {
     const int i = static_cast<int>(o);
     if (o == Order::kDaemon) {
-      std::printf("%-13s  %9s  %10s  %9s  %8.0f\n", name(o), "", "", "", eraseNs[i]);
+      std::printf("%-13s  %9s  %10s  %9s  %8.0f\n", name(o), "", "", "", erase_ns[i]);
     } else {
-      std::printf("%-13s  %8.1f%%  %10.2f  %9.0f  %8.0f\n", name(o), 100 * leafFill[i], bytes[i], insertNs[i],
-                  eraseNs[i]);
+      std::printf("%-13s  %8.1f%%  %10.2f  %9.0f  %8.0f\n", name(o), 100 * leaf_fill[i], bytes[i], insert_ns[i],
+                  erase_ns[i]);
     }
   }
-  std::printf("find %.0f ns; after build() %.2f B/elem; ttl pattern %.2f B/elem\n", findNs, buildBytes, ttlBytes);
+  std::printf("find %.0f ns; after build() %.2f B/elem; ttl pattern %.2f B/elem\n", find_ns, build_bytes, ttl_bytes);
   std::printf("phases: %s\n", phases.c_str());
   std::printf("OK: %llu ops, %llu check() calls, %llu injected bad_alloc, n=%zu, %.1f s\n",
               static_cast<unsigned long long>(g_stats.ops), static_cast<unsigned long long>(g_stats.checks),
-              static_cast<unsigned long long>(g_stats.injected), n, (nowNs() - t0) / 1e9);
+              static_cast<unsigned long long>(g_stats.injected), n, (now_ns() - t0) / 1e9);
   return 0;
 }

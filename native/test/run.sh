@@ -1,22 +1,45 @@
 #!/usr/bin/env bash
-# Builds native/test/btree_test.cc with ASan + UBSan into a temporary directory and runs it.
-# Extra arguments are passed to the test (e.g. the large tree size).
+# Builds every native/test/*_test.cc with ASan + UBSan into a temporary directory and runs it.
+# Each test links the engine's .cc files directly (plain C++, no N-API). Extra arguments go to
+# btree_test (e.g. the large tree size).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+engine="$here/../engine"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-# Two builds: CE_TUPLE_MALLOC makes every node its own operator new, so ASan sees each node and
-# the injected bad_alloc reaches every node allocation; the default build runs the node pool.
+flags=(-std=c++17 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+       -Wall -Wextra -Werror -I "$engine")
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+# Two builds: CE_TUPLE_MALLOC makes every tuple, node and table its own allocation, so ASan sees
+# each one and an injected bad_alloc reaches every allocation; the default build runs the
+# production allocators (tuple arena, node pool, huge-page tables).
 for mode in per-node pool; do
-  defines=""
-  [ "$mode" = per-node ] && defines="-DCE_TUPLE_MALLOC"
-  "${CXX:-g++}" -std=c++17 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
-    -fno-sanitize-recover=undefined -Wall -Wextra -Werror $defines \
-    -I "$here/../engine" "$here/btree_test.cc" -o "$out/btree_test"
-  echo "btree_test ($mode nodes)"
-  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
-  UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-    "$out/btree_test" "$@"
+  defines=()
+  [ "$mode" = per-node ] && defines=(-DCE_TUPLE_MALLOC)
+  mkdir -p "$out/$mode"
+  objs=()
+  pids=()
+  while IFS= read -r src; do
+    obj="$out/$mode/$(echo "${src#$engine/}" | tr / _).o"
+    "${CXX:-g++}" "${flags[@]}" "${defines[@]}" -c "$src" -o "$obj" &
+    pids+=($!)
+    objs+=("$obj")
+  done < <(find "$engine" -name '*.cc' | sort)
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  for test in "$here"/*_test.cc; do
+    name="$(basename "$test" .cc)"
+    if [ "$name" = btree_test ]; then
+      "${CXX:-g++}" "${flags[@]}" "${defines[@]}" "$test" -o "$out/$mode/$name"
+      echo "$name ($mode)"
+      "$out/$mode/$name" "$@"
+    else
+      "${CXX:-g++}" "${flags[@]}" "${defines[@]}" "$test" "${objs[@]}" -o "$out/$mode/$name"
+      echo "$name ($mode)"
+      "$out/$mode/$name"
+    fi
+  done
 done

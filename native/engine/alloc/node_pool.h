@@ -55,6 +55,7 @@ class NodePool {
 #endif
   }
 
+  // REQUIRES: p came from take() and is not given back yet.
   void give(void* p) {
 #ifdef CE_TUPLE_MALLOC
     ::operator delete(p);

@@ -65,6 +65,7 @@ class TupleArena {
     return t;
   }
 
+  // REQUIRES: t came from this arena's alloc() and is not freed yet.
   void free(Tuple* t) {
     const size_t bytes = footprint(t->size);
     if (kAlwaysMalloc || bytes > kMaxSmall) {

@@ -94,9 +94,11 @@ class BTree {
   size_t memory() const { return memory_; }
   uint64_t version() const { return version_; }
 
+  // Returns false (and changes nothing) when an equal element is stored. Throws std::bad_alloc
+  // with the tree unchanged. Invalidates every iterator (bumps version()).
   bool insert(const Elem& e) {
     if (!root_) {
-      Leaf* leaf = newLeaf();
+      Leaf* leaf = new_leaf();
       leaf->count = 1;
       leaf->items[0] = e;
       root_ = head_ = tail_ = leaf;
@@ -105,30 +107,32 @@ class BTree {
       return true;
     }
     Path path;
-    auto below = belowElem(e);
+    auto below = below_elem(e);
     Leaf* leaf = descend(below, &path, true);
     uint32_t pos = search(leaf->items, leaf->count, below);
     if (pos < leaf->count && cmp_.compare(leaf->items[pos], e) == 0) return false;
     if (leaf->count < kLeafCap) {
-      insertItem(leaf, pos, e);
-      if (pos + 1 == leaf->count) refreshUp(path, height_, leaf->items[pos]);
+      insert_item(leaf, pos, e);
+      if (pos + 1 == leaf->count) refresh_up(path, height_, leaf->items[pos]);
     } else {
-      insertIntoFull(path, leaf, pos, e);
+      insert_into_full(path, leaf, pos, e);
     }
     ++size_;
     ++version_;
     return true;
   }
 
+  // Returns false when no equal element is stored. Never allocates. Invalidates every iterator
+  // except erase_successor().
   bool erase(const Elem& e) {
     if (!root_) return false;
     Path path;
-    auto below = belowElem(e);
+    auto below = below_elem(e);
     Leaf* leaf = descend(below, &path, false);
     if (!leaf) return false;
     uint32_t pos = search(leaf->items, leaf->count, below);
     if (pos == leaf->count || cmp_.compare(leaf->items[pos], e) != 0) return false;
-    removeItem(leaf, pos);
+    remove_item(leaf, pos);
     --size_;
     ++version_;
     if (height_ == 0 && leaf->count == 0) {
@@ -137,7 +141,7 @@ class BTree {
       root_ = head_ = tail_ = nullptr;
       successor_ = Iterator{};
     } else if (height_ == 0 || leaf->count >= kLeafMin) {
-      if (pos == leaf->count) refreshUp(path, height_, maxOf(leaf));
+      if (pos == leaf->count) refresh_up(path, height_, max_of(leaf));
       successor_ = at(leaf, pos);
     } else {
       rebalance(path, leaf, pos);
@@ -160,6 +164,8 @@ class BTree {
   }
   Iterator last() const { return tail_ ? Iterator{tail_, tail_->count - 1} : Iterator{}; }
 
+  // kc(x) < 0, == 0, > 0 as x orders before, with, after the key. REQUIRES: kc is monotone
+  // along the tree's order.
   template <class KC>
   Iterator lower_bound(KC kc) const {
     return bound([&kc](const Elem& x) { return kc(x) < 0; });
@@ -168,17 +174,20 @@ class BTree {
   Iterator upper_bound(KC kc) const {
     return bound([&kc](const Elem& x) { return kc(x) <= 0; });
   }
-  Iterator lower_bound_elem(const Elem& e) const { return bound(belowElem(e)); }
+  Iterator lower_bound_elem(const Elem& e) const { return bound(below_elem(e)); }
   Iterator upper_bound_elem(const Elem& e) const {
     return bound([this, &e](const Elem& x) { return cmp_.compare(x, e) <= 0; });
   }
 
   bool valid(Iterator it) const { return it.leaf != nullptr; }
+  // REQUIRES: valid(it), and no insert or erase since it was obtained.
   const Elem& get(Iterator it) const { return it.leaf->items[it.pos]; }
+  // REQUIRES: valid(it), and no insert or erase since it was obtained.
 
   void next(Iterator& it) const {
     if (++it.pos >= it.leaf->count) it = Iterator{it.leaf->next, 0};
   }
+  // From end() it goes to last(). REQUIRES: no insert or erase since it was obtained.
   void prev(Iterator& it) const {
     if (!it.leaf) {
       it = last();
@@ -190,6 +199,7 @@ class BTree {
     }
   }
 
+  // Where the element after the last erased one is now. REQUIRES: the last change was an erase.
   Iterator erase_successor() const { return successor_; }
 
   void clear() {
@@ -202,21 +212,23 @@ class BTree {
     ++version_;
   }
 
+  // Replaces the contents. REQUIRES: sorted[0..n) strictly ascending. Throws std::bad_alloc
+  // with the tree unchanged.
   void build(const Elem* sorted, size_t n) {
     if (n == 0) return clear();
-    size_t perLevel[kMaxHeight + 1];
+    size_t per_level[kMaxHeight + 1];
     uint32_t levels = 0;
-    size_t total = perLevel[levels++] = (n + kLeafCap - 1) / kLeafCap;
-    while (perLevel[levels - 1] > 1) {
-      perLevel[levels] = (perLevel[levels - 1] + kInnerCap - 1) / kInnerCap;
-      total += perLevel[levels++];
+    size_t total = per_level[levels++] = (n + kLeafCap - 1) / kLeafCap;
+    while (per_level[levels - 1] > 1) {
+      per_level[levels] = (per_level[levels - 1] + kInnerCap - 1) / kInnerCap;
+      total += per_level[levels++];
     }
-    const size_t leaves = perLevel[0];
+    const size_t leaves = per_level[0];
     std::vector<Node*> nodes;
     nodes.reserve(total);
     try {
-      while (nodes.size() < leaves) nodes.push_back(newLeaf());
-      while (nodes.size() < total) nodes.push_back(newInner());
+      while (nodes.size() < leaves) nodes.push_back(new_leaf());
+      while (nodes.size() < total) nodes.push_back(new_inner());
     } catch (...) {
       for (size_t j = 0; j < nodes.size(); ++j) {
         if (j < leaves) release(static_cast<Leaf*>(nodes[j]));
@@ -224,33 +236,33 @@ class BTree {
       }
       throw;
     }
-    auto leafAt = [&](size_t j) { return static_cast<Leaf*>(nodes[j]); };
+    auto leaf_at = [&](size_t j) { return static_cast<Leaf*>(nodes[j]); };
     for (size_t j = 0; j < leaves; ++j) {
-      Leaf* leaf = leafAt(j);
+      Leaf* leaf = leaf_at(j);
       size_t from = j * kLeafCap, count = std::min<size_t>(kLeafCap, n - from);
       std::copy(sorted + from, sorted + from + count, leaf->items);
       leaf->count = static_cast<uint32_t>(count);
-      leaf->prev = j > 0 ? leafAt(j - 1) : nullptr;
-      leaf->next = j + 1 < leaves ? leafAt(j + 1) : nullptr;
+      leaf->prev = j > 0 ? leaf_at(j - 1) : nullptr;
+      leaf->next = j + 1 < leaves ? leaf_at(j + 1) : nullptr;
     }
-    for (size_t lv = 1, childBase = 0; lv < levels; ++lv) {
-      size_t base = childBase + perLevel[lv - 1];
-      for (size_t j = 0; j < perLevel[lv]; ++j) {
+    for (size_t lv = 1, child_base = 0; lv < levels; ++lv) {
+      size_t base = child_base + per_level[lv - 1];
+      for (size_t j = 0; j < per_level[lv]; ++j) {
         Inner* inner = static_cast<Inner*>(nodes[base + j]);
-        size_t from = j * kInnerCap, count = std::min<size_t>(kInnerCap, perLevel[lv - 1] - from);
+        size_t from = j * kInnerCap, count = std::min<size_t>(kInnerCap, per_level[lv - 1] - from);
         inner->count = static_cast<uint32_t>(count);
         for (size_t q = 0; q < count; ++q) {
-          Node* child = nodes[childBase + from + q];
-          const Elem& max = lv == 1 ? maxOf(static_cast<Leaf*>(child)) : maxOf(static_cast<Inner*>(child));
+          Node* child = nodes[child_base + from + q];
+          const Elem& max = lv == 1 ? max_of(static_cast<Leaf*>(child)) : max_of(static_cast<Inner*>(child));
           inner->items[q] = Entry{max, child};
         }
       }
-      childBase = base;
+      child_base = base;
     }
     destroy(root_, height_);
     root_ = nodes.back();
-    head_ = leafAt(0);
-    tail_ = leafAt(leaves - 1);
+    head_ = leaf_at(0);
+    tail_ = leaf_at(leaves - 1);
     height_ = levels - 1;
     size_ = n;
     successor_ = Iterator{};
@@ -280,12 +292,12 @@ class BTree {
       }
     }
     for (uint32_t d = 0; d <= height_; ++d) {
-      const bool isLeaf = d == height_;
-      const uint32_t cap = isLeaf ? kLeafCap : kInnerCap;
+      const bool is_leaf = d == height_;
+      const uint32_t cap = is_leaf ? kLeafCap : kInnerCap;
       for (size_t j = 0; j < levels[d].size(); ++j) {
         const uint32_t count = levels[d][j]->count;
         const bool edge = j == 0 || j + 1 == levels[d].size();
-        const uint32_t min = d == 0 ? (isLeaf ? 1 : 2) : edge ? 1 : isLeaf ? kLeafMin : kInnerMin;
+        const uint32_t min = d == 0 ? (is_leaf ? 1 : 2) : edge ? 1 : is_leaf ? kLeafMin : kInnerMin;
         if (count < min || count > cap) {
           return fail("level " + std::to_string(d) + " node " + std::to_string(j) + " holds " +
                       std::to_string(count) + " entries, bounds [" + std::to_string(min) + ", " +
@@ -298,9 +310,9 @@ class BTree {
         const Inner* inner = static_cast<const Inner*>(n);
         for (uint32_t j = 0; j < inner->count; ++j) {
           const Node* child = inner->items[j].child;
-          const Elem& max = d + 1 == height_ ? maxOf(static_cast<const Leaf*>(child))
-                                             : maxOf(static_cast<const Inner*>(child));
-          if (!sameElem(inner->items[j].max, max)) {
+          const Elem& max = d + 1 == height_ ? max_of(static_cast<const Leaf*>(child))
+                                             : max_of(static_cast<const Inner*>(child));
+          if (!same_elem(inner->items[j].max, max)) {
             return fail("level " + std::to_string(d) + ": inner copy is not its subtree's max");
           }
         }
@@ -309,7 +321,7 @@ class BTree {
     const auto& leaves = levels[height_];
     if (head_ != leaves.front() || tail_ != leaves.back()) return fail("head/tail mismatch");
     size_t count = 0;
-    const Elem* prevElem = nullptr;
+    const Elem* prev_elem = nullptr;
     for (size_t j = 0; j < leaves.size(); ++j) {
       const Leaf* leaf = static_cast<const Leaf*>(leaves[j]);
       if (leaf->prev != (j > 0 ? leaves[j - 1] : nullptr) ||
@@ -317,10 +329,10 @@ class BTree {
         return fail("broken leaf links at leaf " + std::to_string(j));
       }
       for (uint32_t q = 0; q < leaf->count; ++q, ++count) {
-        if (prevElem && cmp_.compare(*prevElem, leaf->items[q]) >= 0) {
+        if (prev_elem && cmp_.compare(*prev_elem, leaf->items[q]) >= 0) {
           return fail("elements out of order at " + std::to_string(count));
         }
-        prevElem = &leaf->items[q];
+        prev_elem = &leaf->items[q];
       }
     }
     if (count != size_) return fail("size() is " + std::to_string(size_) + ", counted " + std::to_string(count));
@@ -331,7 +343,7 @@ class BTree {
  private:
   static constexpr size_t kNodeBytes = 512;
   static constexpr uint32_t kMaxHeight = 48;
-  static constexpr size_t roundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+  static constexpr size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
   struct Node {
     uint32_t count;
@@ -341,9 +353,9 @@ class BTree {
     Node* child;
   };
   static constexpr uint32_t kLeafCap =
-      static_cast<uint32_t>((kNodeBytes - roundUp(3 * sizeof(void*), alignof(Elem))) / sizeof(Elem));
+      static_cast<uint32_t>((kNodeBytes - round_up(3 * sizeof(void*), alignof(Elem))) / sizeof(Elem));
   static constexpr uint32_t kInnerCap =
-      static_cast<uint32_t>((kNodeBytes - roundUp(sizeof(void*), alignof(Entry))) / sizeof(Entry));
+      static_cast<uint32_t>((kNodeBytes - round_up(sizeof(void*), alignof(Entry))) / sizeof(Entry));
   static_assert(kLeafCap >= 4 && kInnerCap >= 4, "element too large for 512-byte nodes");
   static constexpr uint32_t kLeafMin = kLeafCap / 3;
   static constexpr uint32_t kInnerMin = kInnerCap / 3;
@@ -373,12 +385,12 @@ class BTree {
   };
   enum class Act { kShiftLeft, kShiftRight, kEdgeLeft, kEdgeRight, kSplit, kThreeLeft, kThreeRight };
 
-  static const Elem& keyOf(const Elem& e) { return e; }
-  static const Elem& keyOf(const Entry& e) { return e.max; }
-  static const Elem& maxOf(const Leaf* n) { return n->items[n->count - 1]; }
-  static const Elem& maxOf(const Inner* n) { return n->items[n->count - 1].max; }
+  static const Elem& key_of(const Elem& e) { return e; }
+  static const Elem& key_of(const Entry& e) { return e.max; }
+  static const Elem& max_of(const Leaf* n) { return n->items[n->count - 1]; }
+  static const Elem& max_of(const Inner* n) { return n->items[n->count - 1].max; }
 
-  bool sameElem(const Elem& a, const Elem& b) const {
+  bool same_elem(const Elem& a, const Elem& b) const {
     if constexpr (std::has_unique_object_representations_v<Elem>) {
       return std::memcmp(&a, &b, sizeof(Elem)) == 0;
     } else {
@@ -386,7 +398,7 @@ class BTree {
     }
   }
 
-  auto belowElem(const Elem& e) const {
+  auto below_elem(const Elem& e) const {
     return [this, &e](const Elem& x) { return cmp_.compare(x, e) < 0; };
   }
 
@@ -396,7 +408,7 @@ class BTree {
     uint32_t lo = 0;
     while (n > 0) {
       uint32_t half = n / 2;
-      if (below(keyOf(items[lo + half]))) {
+      if (below(key_of(items[lo + half]))) {
         lo += half + 1;
         n -= half + 1;
       } else {
@@ -407,15 +419,15 @@ class BTree {
   }
 
   // Descends to the leaf that holds the first element not below the key; nullptr if every element
-  // is below it, unless toLast, which then returns the last leaf.
+  // is below it, unless to_last, which then returns the last leaf.
   template <class Below>
-  Leaf* descend(const Below& below, Path* path, bool toLast) const {
+  Leaf* descend(const Below& below, Path* path, bool to_last) const {
     Node* n = root_;
     for (uint32_t d = 0; d < height_; ++d) {
       Inner* inner = static_cast<Inner*>(n);
       uint32_t i = search(inner->items, inner->count, below);
       if (i == inner->count) {
-        if (!toLast) return nullptr;
+        if (!to_last) return nullptr;
         --i;
       }
       if (path) {
@@ -441,7 +453,7 @@ class BTree {
   }
 
   // The node at `level` got a new max: rewrite its entry and those above while it is a last child.
-  static void refreshUp(const Path& path, uint32_t level, const Elem& max) {
+  static void refresh_up(const Path& path, uint32_t level, const Elem& max) {
     while (level-- > 0) {
       path.node[level]->items[path.idx[level]].max = max;
       if (path.idx[level] + 1 != path.node[level]->count) break;
@@ -449,13 +461,13 @@ class BTree {
   }
 
   template <class N>
-  static void insertItem(N* n, uint32_t pos, const typename N::Item& item) {
+  static void insert_item(N* n, uint32_t pos, const typename N::Item& item) {
     std::copy_backward(n->items + pos, n->items + n->count, n->items + n->count + 1);
     n->items[pos] = item;
     ++n->count;
   }
   template <class N>
-  static void removeItem(N* n, uint32_t pos) {
+  static void remove_item(N* n, uint32_t pos) {
     std::copy(n->items + pos + 1, n->items + n->count, n->items + pos);
     --n->count;
   }
@@ -481,14 +493,14 @@ class BTree {
     }
   }
 
-  Leaf* newLeaf() {
+  Leaf* new_leaf() {
     Leaf* leaf = new (pool_.take()) Leaf;
     memory_ += sizeof(Leaf);
     leaf->count = 0;
     leaf->prev = leaf->next = nullptr;
     return leaf;
   }
-  Inner* newInner() {
+  Inner* new_inner() {
     Inner* inner = new (pool_.take()) Inner;
     memory_ += sizeof(Inner);
     inner->count = 0;
@@ -512,13 +524,13 @@ class BTree {
     release(inner);
   }
 
-  void linkAfter(Leaf* pos, Leaf* leaf) {
+  void link_after(Leaf* pos, Leaf* leaf) {
     leaf->prev = pos;
     leaf->next = pos->next;
     (pos->next ? pos->next->prev : tail_) = leaf;
     pos->next = leaf;
   }
-  void linkBefore(Leaf* pos, Leaf* leaf) {
+  void link_before(Leaf* pos, Leaf* leaf) {
     leaf->next = pos;
     leaf->prev = pos->prev;
     (pos->prev ? pos->prev->next : head_) = leaf;
@@ -529,7 +541,7 @@ class BTree {
     (leaf->next ? leaf->next->prev : tail_) = leaf->prev;
   }
 
-  static bool atEdge(const Path& path, uint32_t level, bool right) {
+  static bool at_edge(const Path& path, uint32_t level, bool right) {
     for (uint32_t d = 0; d < level; ++d) {
       if (path.idx[d] != (right ? path.node[d]->count - 1 : 0)) return false;
     }
@@ -538,30 +550,30 @@ class BTree {
 
   // What to do with a full node at `level` that must take a new entry at position p.
   static Act decide(const Path& path, uint32_t level, uint32_t p, uint32_t cap) {
-    if (p == cap && atEdge(path, level, true)) return Act::kEdgeRight;
-    if (p == 0 && atEdge(path, level, false)) return Act::kEdgeLeft;
+    if (p == cap && at_edge(path, level, true)) return Act::kEdgeRight;
+    if (p == 0 && at_edge(path, level, false)) return Act::kEdgeLeft;
     if (level == 0) return Act::kSplit;
     const Inner* parent = path.node[level - 1];
     const uint32_t i = path.idx[level - 1];
-    const bool hasLeft = i > 0, hasRight = i + 1 < parent->count;
-    if (hasLeft && parent->items[i - 1].child->count < cap) return Act::kShiftLeft;
-    if (hasRight && parent->items[i + 1].child->count < cap) return Act::kShiftRight;
-    if (hasRight) return Act::kThreeRight;
-    if (hasLeft) return Act::kThreeLeft;
+    const bool has_left = i > 0, has_right = i + 1 < parent->count;
+    if (has_left && parent->items[i - 1].child->count < cap) return Act::kShiftLeft;
+    if (has_right && parent->items[i + 1].child->count < cap) return Act::kShiftRight;
+    if (has_right) return Act::kThreeRight;
+    if (has_left) return Act::kThreeLeft;
     return Act::kSplit;
   }
 
   // Dry run of the insert's decisions: allocates every node it will need, or throws untouched.
   void reserve(const Path& path, uint32_t pos, Spare& spare) {
-    bool needLeaf = false;
-    uint32_t needInner = 0;
+    bool need_leaf = false;
+    uint32_t need_inner = 0;
     for (uint32_t level = height_, p = pos;;) {
       const Act act = decide(path, level, p, level == height_ ? kLeafCap : kInnerCap);
       if (act == Act::kShiftLeft || act == Act::kShiftRight) break;
-      if (level == height_) needLeaf = true;
-      else ++needInner;
+      if (level == height_) need_leaf = true;
+      else ++need_inner;
       if (level == 0) {
-        ++needInner;
+        ++need_inner;
         break;
       }
       const uint32_t i = path.idx[level - 1];
@@ -569,8 +581,8 @@ class BTree {
       if (path.node[--level]->count < kInnerCap) break;
     }
     try {
-      if (needLeaf) spare.leaf = newLeaf();
-      while (spare.inners < needInner) spare.inner[spare.inners++] = newInner();
+      if (need_leaf) spare.leaf = new_leaf();
+      while (spare.inners < need_inner) spare.inner[spare.inners++] = new_inner();
     } catch (...) {
       if (spare.leaf) release(spare.leaf);
       while (spare.inners > 0) release(spare.inner[--spare.inners]);
@@ -587,28 +599,28 @@ class BTree {
     }
   }
 
-  void insertIntoFull(Path& path, Leaf* leaf, uint32_t pos, const Elem& e) {
+  void insert_into_full(Path& path, Leaf* leaf, uint32_t pos, const Elem& e) {
     Spare spare;
     reserve(path, pos, spare);
     Entry up;
-    uint32_t upPos = 0, level = height_;
-    bool carry = place(path, level, leaf, e, pos, spare, up, upPos);
+    uint32_t up_pos = 0, level = height_;
+    bool carry = place(path, level, leaf, e, pos, spare, up, up_pos);
     while (carry) {
       --level;
       const Entry item = up;
-      carry = place(path, level, path.node[level], item, upPos, spare, up, upPos);
+      carry = place(path, level, path.node[level], item, up_pos, spare, up, up_pos);
     }
   }
 
   // Inserts item at position p of node (at `level` on the path). Returns true when a new node
-  // was created: the parent must then take `up` at `upPos` (its other entries are already fixed).
+  // was created: the parent must then take `up` at `up_pos` (its other entries are already fixed).
   template <class N>
   bool place(Path& path, uint32_t level, N* node, const typename N::Item& item, uint32_t p, Spare& spare,
-             Entry& up, uint32_t& upPos) {
+             Entry& up, uint32_t& up_pos) {
     constexpr uint32_t cap = N::kCap;
     if (node->count < cap) {
-      insertItem(node, p, item);
-      refreshUp(path, level, maxOf(node));
+      insert_item(node, p, item);
+      refresh_up(path, level, max_of(node));
       return false;
     }
     const Act act = decide(path, level, p, cap);
@@ -661,27 +673,27 @@ class BTree {
     }
     redistribute(g, k, t, &item, at);
     if constexpr (std::is_same_v<N, Leaf>) {
-      if (fresh == 0) linkBefore(g[1], g[0]);
-      else if (fresh < 3) linkAfter(g[fresh - 1], g[fresh]);
+      if (fresh == 0) link_before(g[1], g[0]);
+      else if (fresh < 3) link_after(g[fresh - 1], g[fresh]);
     }
     if (!parent) {
       Inner* root = take<Inner>(spare);
       root->count = 2;
-      root->items[0] = Entry{maxOf(g[0]), g[0]};
-      root->items[1] = Entry{maxOf(g[1]), g[1]};
+      root->items[0] = Entry{max_of(g[0]), g[0]};
+      root->items[1] = Entry{max_of(g[1]), g[1]};
       root_ = root;
       ++height_;
       return false;
     }
     for (uint32_t j = 0; j < k; ++j) {
-      if (j != fresh) parent->items[first + j - (j > fresh ? 1 : 0)].max = maxOf(g[j]);
+      if (j != fresh) parent->items[first + j - (j > fresh ? 1 : 0)].max = max_of(g[j]);
     }
     if (fresh == 3) {
-      refreshUp(path, level - 1, maxOf(parent));
+      refresh_up(path, level - 1, max_of(parent));
       return false;
     }
-    up = Entry{maxOf(g[fresh]), g[fresh]};
-    upPos = first + fresh;
+    up = Entry{max_of(g[fresh]), g[fresh]};
+    up_pos = first + fresh;
     return true;
   }
 
@@ -696,12 +708,12 @@ class BTree {
   // node (at level >= 1 on the path) is below its minimum fill. Returns true when the parent
   // lost an entry. (track, tpos) follows one position of node through the restructuring.
   template <class N>
-  bool fixUnderflow(Path& path, uint32_t level, N* node, N*& track, uint32_t& tpos) {
+  bool fix_underflow(Path& path, uint32_t level, N* node, N*& track, uint32_t& tpos) {
     Inner* parent = path.node[level - 1];
     const uint32_t i = path.idx[level - 1];
     if (parent->count == 1) {  // an edge node; it may shrink to 1
       if (node->count > 0) {
-        refreshUp(path, level, maxOf(node));
+        refresh_up(path, level, max_of(node));
         return false;
       }
       if constexpr (std::is_same_v<N, Leaf>) {
@@ -719,34 +731,34 @@ class BTree {
       track = left;
       tpos += left->count;
       absorb(left, node);
-      removeItem(parent, i);
-      parent->items[i - 1].max = maxOf(left);
+      remove_item(parent, i);
+      parent->items[i - 1].max = max_of(left);
       return true;
     }
     if (right && node->count + right->count <= N::kCap) {
       absorb(node, right);
-      removeItem(parent, i + 1);
-      parent->items[i].max = maxOf(node);
+      remove_item(parent, i + 1);
+      parent->items[i].max = max_of(node);
       return true;
     }
-    const bool useLeft = left && (!right || left->count >= right->count);
-    N* g[2] = {useLeft ? left : node, useLeft ? node : right};
-    const uint32_t first = useLeft ? i - 1 : i;
+    const bool use_left = left && (!right || left->count >= right->count);
+    N* g[2] = {use_left ? left : node, use_left ? node : right};
+    const uint32_t first = use_left ? i - 1 : i;
     const uint32_t total = g[0]->count + g[1]->count;
     const uint32_t t[2] = {(total + 1) / 2, total / 2};
-    const uint32_t off = tpos + (useLeft ? left->count : 0);
+    const uint32_t off = tpos + (use_left ? left->count : 0);
     redistribute(g, 2, t, static_cast<const typename N::Item*>(nullptr), 0);
     track = off < t[0] ? g[0] : g[1];
     tpos = off < t[0] ? off : off - t[0];
-    parent->items[first].max = maxOf(g[0]);
-    parent->items[first + 1].max = maxOf(g[1]);
-    refreshUp(path, level - 1, maxOf(parent));
+    parent->items[first].max = max_of(g[0]);
+    parent->items[first + 1].max = max_of(g[1]);
+    refresh_up(path, level - 1, max_of(parent));
     return false;
   }
 
   void rebalance(Path& path, Leaf* leaf, uint32_t pos) {
     Leaf* track = leaf;
-    bool shrunk = fixUnderflow(path, height_, leaf, track, pos);
+    bool shrunk = fix_underflow(path, height_, leaf, track, pos);
     successor_ = at(track, pos);
     for (uint32_t level = height_ - 1; shrunk; --level) {
       Inner* node = path.node[level];
@@ -760,12 +772,12 @@ class BTree {
         break;
       }
       if (node->count >= kInnerMin) {
-        refreshUp(path, level, maxOf(node));
+        refresh_up(path, level, max_of(node));
         break;
       }
-      Inner* unusedTrack = node;
-      uint32_t unusedPos = 0;
-      shrunk = fixUnderflow(path, level, node, unusedTrack, unusedPos);
+      Inner* unused_track = node;
+      uint32_t unused_pos = 0;
+      shrunk = fix_underflow(path, level, node, unused_track, unused_pos);
     }
   }
 

@@ -15,8 +15,8 @@
 //
 // Elements never move except on rehash: erase leaves a tombstone (or an empty slot when the
 // next slot is empty, as no probe passes through it). A cursor can therefore walk slots by
-// position across inserts and erases; a rehash bumps generation(), which tells cursors that
-// positions changed. Rehash allocates the new array before touching the old one, so a failed
+// position across inserts and erases; a rehash (or invalidate_positions(), after a rollback put
+// erased tuples back) bumps generation(), which tells cursors that positions changed. Rehash allocates the new array before touching the old one, so a failed
 // allocation changes nothing.
 //
 // Costs: find, insert and erase are O(1) expected, one cache miss for the slot and one for the
@@ -62,14 +62,14 @@ class HashTable {
     return probe(h, [&](const Tuple* s) { return def_->compare(s->data(), tuple) == 0; });
   }
 
-  // `key` is the first part of a checked full key.
+  // REQUIRES: `key` is the first part of a checked full key.
   Tuple* find_key(const uint8_t* key) const {
     if (size_ == 0) return nullptr;
     const uint64_t h = def_->hash_key(key);
     return probe(h, [&](const Tuple* s) { return def_->compare_with_key(s->data(), key, def_->part_count()) == 0; });
   }
 
-  // Precondition: no stored tuple has t's key. Throws std::bad_alloc with nothing changed.
+  // REQUIRES: no stored tuple has t's key. Throws std::bad_alloc with nothing changed.
   void insert(Tuple* t) { insert_hashed(t, hash_of(t->data())); }
   // The same, with h == hash_of(t->data()).
   void insert_hashed(Tuple* t, uint64_t h) {
@@ -83,7 +83,7 @@ class HashTable {
     size_++;
   }
 
-  // Swaps a stored tuple for another with the same key, in place.
+  // Swaps a stored tuple for another with the same key, in place. REQUIRES: old is stored.
   void replace_same(const Tuple* old, Tuple* nw) {
     if (reinterpret_cast<uintptr_t>(nw) >> kTagShift) throw std::bad_alloc();  // as in insert_hashed
     const size_t i = locate(old);
@@ -112,6 +112,10 @@ class HashTable {
     generation_++;
   }
 
+  // Tells cursors that positions changed although no rehash happened: an undone erase puts a
+  // tuple back in the first free slot of its probe chain, which may lie before the slot it left.
+  void invalidate_positions() { generation_++; }
+
   // Whether slot i is empty (not a tombstone): no probe chain runs through it, so every tuple
   // stored after it has its home after it too.
   bool is_empty(size_t i) const { return slots_[i] == kEmpty; }
@@ -124,6 +128,7 @@ class HashTable {
 
   // Slot-order walk: slot(i) is the tuple in slot i, or nullptr.
   size_t slot_count() const { return cap_; }
+  // REQUIRES: i < slot_count() (also for is_empty).
   Tuple* slot(size_t i) const { return pointer(slots_[i]); }
 
  private:
