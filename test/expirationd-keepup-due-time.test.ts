@@ -110,6 +110,18 @@ describe('an insert with an earlier TTL brings the wake-up forward', () => {
     expect(task.stats().expired).toBe(1);
   });
 
+  test('also after a pass that emptied the space (no live tuple to time the wake-up by)', () => {
+    const space = makeSpace();
+    space.insert([1, BASE - 10]);
+    const task = start(space);
+    vi.advanceTimersByTime(0);
+    expect(space.len()).toBe(0);
+    vi.advanceTimersByTime(100);
+    space.insert([2, BASE + 250]);
+    expectNextChunkAfter(task, 150);
+    expect(space.len()).toBe(0);
+  });
+
   test('a later TTL changes nothing', () => {
     const space = makeSpace();
     space.insert([1, BASE + 3_600_000]);

@@ -371,15 +371,20 @@ export class Task extends EventEmitter {
     }
     let wait = base + config.fullScanDelay;
     const now = this.#lastNow;
-    const ttl = this.#dueTimed && now !== undefined ? this.#minTtl() : undefined;
-    if (now === undefined || ttl === undefined || !(ttl > now)) {
+    if (!this.#dueTimed || now === undefined) {
       this.#schedule(wait, true, 'wait');
       return;
     }
+    // The first live tuple's TTL (none when the index is empty, or when its first tuple is an
+    // expired poison tuple skipped by the pass: then the formula's wait).
     const floor = config.fullScanDelay;
-    wait = Math.min(wait, (ttl - now) * config.unitSeconds);
-    if (floor > 0) wait = Math.max(wait, floor);
+    const ttl = this.#minTtl();
+    if (ttl !== undefined && ttl > now) {
+      wait = Math.min(wait, (ttl - now) * config.unitSeconds);
+      if (floor > 0) wait = Math.max(wait, floor);
+    }
     this.#schedule(wait, true, 'wait');
+    // Sleeping between passes: an insert with an earlier TTL may bring the wake-up forward.
     this.#dueAt = now + wait / config.unitSeconds;
     this.#floorAt = floor > 0 ? now + floor / config.unitSeconds : -Infinity;
   }
