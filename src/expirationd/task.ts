@@ -58,7 +58,8 @@ export interface TaskStats {
    * Early-break tasks: exact, from itIndex.min() (O(log n)). Other tasks: an upper bound, the
    * time since the last completed pass started (every tuple expired before that was visited and
    * deleted, bar skipped poison tuples); before the first pass completes, the time since the
-   * task's first chunk; 0 for an empty space. A killed task keeps its last value.
+   * task's first chunk; 0 for an empty space, or when the clock or the TTL is not finite. A
+   * killed task keeps its last value.
    */
   lag: number;
   /** Wake-ups from a wait (timers, task.wake(), the start); chunks run back to back in a burst or backlog do not count. */
@@ -159,7 +160,10 @@ export class Task extends EventEmitter {
   }
 
   stats(): TaskStats {
-    if (this.#running && !this.space.dropped) this.#counters.lag = this.#lag();
+    if (this.#running && !this.space.dropped) {
+      const lag = this.#lag();
+      this.#counters.lag = Number.isFinite(lag) ? lag : 0;  // an infinite clock or TTL tells nothing
+    }
     return { ...this.#counters };
   }
 
