@@ -264,7 +264,7 @@ export class Task extends EventEmitter {
       return;  // a broken clock is reported by the next chunk, not by the insert
     }
     if (isThenable(now)) ignoreRejection(now);
-    if (typeof now !== 'number' || Number.isNaN(now)) return;
+    if (typeof now !== 'number' || Number.isNaN(now) || !this.#running || this.#dueAt === -Infinity) return;
     this.#schedule(Math.max(0, (target - now) * this.#config.unitSeconds), true, 'wait');
     // Already due: nothing can be earlier.
     this.#dueAt = target <= now ? -Infinity : target;
