@@ -50,7 +50,10 @@ describe('look-ups', () => {
 
   test('restarts is 1 after start and every other counter is 0', () => {
     const task = expirationd.start('fresh', makeSpace(), { field: 3, now: () => 0 });
-    expect(task.stats()).toEqual({ checked: 0, expired: 0, restarts: 1, workingTime: 0, fullScans: 0, chunks: 0, skipped: 0 });
+    // Issue 15 adds lag and wakeups (both 0 before the first chunk).
+    expect(task.stats()).toEqual({
+      checked: 0, expired: 0, restarts: 1, workingTime: 0, fullScans: 0, chunks: 0, skipped: 0, lag: 0, wakeups: 0,
+    });
     expect(task.lastError).toBeUndefined();
   });
 

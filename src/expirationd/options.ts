@@ -25,6 +25,12 @@ export interface TaskOptions {
   onFullScanError?: (task: Task, error: unknown) => void;
   onFullScanComplete?: (task: Task) => void;
   keepAlive?: boolean;
+  /**
+   * Share of one core, in (0, 1], that backlog mode may use over a sliding 1 s window (default
+   * 0.25): an early-break task whose chunk found only expired tuples runs its next chunk at once
+   * while under it.
+   */
+  maxCpuShare?: number;
 }
 
 export type PositionalArgs = [rmIndex?: string, itIndex?: string, field?: number, scanSize?: number, scanTime?: number];
@@ -32,7 +38,7 @@ export type PositionalArgs = [rmIndex?: string, itIndex?: string, field?: number
 const OPTION_NAMES = [
   'rmIndex', 'itIndex', 'field', 'scanSize', 'scanTime', 'iterationDelay', 'fullScanDelay', 'unit', 'now',
   'isExpired', 'onExpired', 'onFullScanStart', 'onFullScanSuccess', 'onFullScanError', 'onFullScanComplete',
-  'keepAlive',
+  'keepAlive', 'maxCpuShare',
 ] as const;
 
 export type PassCallback = 'onFullScanStart' | 'onFullScanSuccess' | 'onFullScanError' | 'onFullScanComplete';
@@ -47,6 +53,9 @@ export interface Config {
   iterationDelay: number;
   fullScanDelay: number;
   now: () => number;
+  /** The unit of TTLs and now(), in seconds: 1 for 's', 0.001 for 'ms'. */
+  unitSeconds: number;
+  maxCpuShare: number;
   /** itIndex is a TREE led by the TTL field: the first live tuple ends the pass. */
   earlyBreak: boolean;
   keepAlive: boolean;
@@ -108,6 +117,8 @@ export function configure(space: Space, raw: unknown): Config {
   }
   const onExpired = checkFunction<Config['onExpired']>('expirationd.start', 'onExpired', o.onExpired);
   if (o.keepAlive !== undefined && typeof o.keepAlive !== 'boolean') throw illegal('expirationd.start: keepAlive must be a boolean');
+  const maxCpuShare = checkPositiveNumber('expirationd.start', 'maxCpuShare', o.maxCpuShare, 0.25);
+  if (maxCpuShare > 1) throw illegal(`expirationd.start: maxCpuShare must be in (0, 1], got ${maxCpuShare}`);
   const scanSize = checkCount('expirationd.start', 'scanSize', o.scanSize, 1024);
   if (scanSize < 1 || scanSize > 1_000_000) throw illegal(`expirationd.start: scanSize must be in [1, 1000000], got ${scanSize}`);
   return {
@@ -119,6 +130,8 @@ export function configure(space: Space, raw: unknown): Config {
     iterationDelay: checkPositiveNumber('expirationd.start', 'iterationDelay', o.iterationDelay, 1, true),
     fullScanDelay: checkPositiveNumber('expirationd.start', 'fullScanDelay', o.fullScanDelay, 0, true),
     now,
+    unitSeconds: unit === 's' ? 1 : 0.001,
+    maxCpuShare,
     earlyBreak: walksTtlTree,
     keepAlive: o.keepAlive ?? false,
     isExpired,

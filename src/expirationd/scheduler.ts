@@ -1,22 +1,92 @@
 // The scheduler: when a task's next chunk runs. It knows nothing of how a chunk decides expiry.
 //
-// Pacing: after each chunk the task waits
-//   chunkDelay = min(scanSize * scanTime / (itIndex.len() + 1), iterationDelay) seconds,
-// so a full pass over N tuples takes about scanTime; after the chunk that ends a pass it waits
-// chunkDelay + fullScanDelay. (Without the chunkDelay there, an early-break task whose passes
-// end at once would spin when fullScanDelay is 0.)
+// The formula (the floor rate; nothing below ever waits longer than it):
+//   chunkDelay = min(scanSize * scanTime / (itIndex.len() + 1), iterationDelay) seconds
+// after each chunk, so a full pass over N tuples takes about scanTime; after the chunk that ends
+// a pass, chunkDelay + fullScanDelay. (Without the chunkDelay there, an early-break task whose
+// passes end at once would spin when fullScanDelay is 0.)
 //
-// Timers: inside a pass, a wait under 1 ms is a setImmediate, so the event loop still runs
-// between chunks; it is ref'd, because libuv does not wake up for an unref'd immediate (it would
+// Issue 15 runs chunks sooner than that, or several per timer wake-up, in three ways (task.ts
+// decides which; every chunk is still its own transaction, and between two chunks there is always
+// a setImmediate, so the event loop turns and the longest pause is one chunk):
+// - Bursts (a paced pass): a timer wake-up runs up to k = burstSize() chunks back to back, where
+//   k = ceil(chunks per pass / MAX_WAKEUPS_PER_PASS), chunks per pass = ceil((len + 1) / scanSize),
+//   and stops early once the burst has used BURST_MS of CPU. After n chunks it sleeps
+//   n * chunkDelay (plus fullScanDelay when the burst ended the pass): the formula's average rate,
+//   with at most about 100 timer wake-ups per pass (a 1M pass at scanSize 1024 is 977 chunks,
+//   k = 10, 98 wake-ups). For passes under 100 chunks k = 1: one chunk per wake-up, as before.
+// - Backlog mode (early-break tasks): a chunk that found only expired tuples is followed at once
+//   by the next chunk, while the task's chunks used less than maxCpuShare of one core over the
+//   last CPU_WINDOW_MS (a sliding window of the chunks' own durations, CpuWindow below). Over
+//   budget it waits the formula's chunkDelay.
+// - Due-time wake-ups (early-break TTL tasks): after a pass that stopped at the first live tuple,
+//   the next pass is due when that tuple's TTL comes, or after the formula's wait if sooner, never
+//   sooner than fullScanDelay when it is > 0. An insert with an earlier TTL, or task.wake(),
+//   brings it forward.
+//
+// Timers: a wait under 1 ms inside a pass, a burst's or backlog's next chunk, and task.wake() are
+// a setImmediate; it is ref'd, because libuv does not wake up for an unref'd immediate (it would
 // wait for some other event), so a pass at sub-millisecond pacing keeps the process alive until
 // it ends. Every other wait, and every wait between passes (at least 1 ms), is a setTimeout,
 // unref'd unless keepAlive: an idle task never keeps the process alive.
 import type { Config } from './options.js';
 
-/** Seconds to wait after a chunk that did not end a pass. */
+/** A paced pass takes at most about this many timer wake-ups. */
+export const MAX_WAKEUPS_PER_PASS = 100;
+/** A burst of a paced pass stops once its chunks used this much CPU (ms). */
+export const BURST_MS = 10;
+/** The sliding window over which maxCpuShare is measured (ms). */
+export const CPU_WINDOW_MS = 1000;
+
+/**
+ * @internal The clock (in ms) that measures the chunks' CPU for backlog mode and bursts:
+ * performance.now() around each chunk's synchronous part. Tests replace `cpuClock.now` to inject
+ * the cost of a chunk deterministically; nothing else should.
+ */
+export const cpuClock = { now: (): number => performance.now() };
+
+/** Seconds to wait after a chunk that did not end a pass (the formula). */
 export function chunkDelay(config: Config): number {
   const { scanSize, scanTime, iterationDelay, it } = config;
   return Math.min(scanSize * scanTime / (it.len() + 1), iterationDelay);
+}
+
+/** Chunks a timer wake-up of a paced pass runs: ceil(chunks per pass / MAX_WAKEUPS_PER_PASS). */
+export function burstSize(config: Config): number {
+  const chunksPerPass = Math.ceil((config.it.len() + 1) / config.scanSize);
+  return Math.max(1, Math.ceil(chunksPerPass / MAX_WAKEUPS_PER_PASS));
+}
+
+/**
+ * The CPU the task's chunks used over the last CPU_WINDOW_MS: each chunk is recorded at its end
+ * with its duration, and a chunk counts whole while its end is inside the window. add and used
+ * are O(1) amortized.
+ */
+export class CpuWindow {
+  private readonly ends: number[] = [];
+  private readonly durations: number[] = [];
+  private head = 0;
+  private sum = 0;
+
+  add(end: number, duration: number): void {
+    this.ends.push(end);
+    this.durations.push(duration);
+    this.sum += duration;
+  }
+
+  /** Milliseconds of chunk CPU whose chunks ended within the window before `now`. */
+  used(now: number): number {
+    while (this.head < this.ends.length && this.ends[this.head] <= now - CPU_WINDOW_MS) {
+      this.sum -= this.durations[this.head++];
+    }
+    if (this.head > 1024 && this.head * 2 > this.ends.length) {
+      this.ends.splice(0, this.head);
+      this.durations.splice(0, this.head);
+      this.head = 0;
+    }
+    if (this.head === this.ends.length) this.sum = 0; // no drift from float sums
+    return this.sum;
+  }
 }
 
 /** One pending wake-up at a time; cancel() makes sure the pending one never runs. */
@@ -30,15 +100,23 @@ export class Scheduler {
     return this.timer !== undefined;
   }
 
-  /** `betweenPasses`: the wait may be long-lived, so it is always an unref'able timer. */
-  schedule(seconds: number, betweenPasses: boolean, run: () => void): void {
+  /** Whether the pending wake-up is a setImmediate. */
+  get pendingImmediate(): boolean {
+    return this.timer !== undefined && this.isImmediate;
+  }
+
+  /**
+   * `betweenPasses`: the wait may be long-lived, so it is always an unref'able timer.
+   * `immediate`: the next turn of the event loop, whatever `seconds` says.
+   */
+  schedule(seconds: number, betweenPasses: boolean, run: () => void, immediate = false): void {
     this.cancel();
     const wake = () => {
       this.timer = undefined;
       run();
     };
     const ms = seconds * 1000;
-    this.isImmediate = ms < 1 && !betweenPasses;
+    this.isImmediate = immediate || (ms < 1 && !betweenPasses);
     if (this.isImmediate) {
       this.timer = setImmediate(wake);
     } else {

@@ -1,7 +1,15 @@
 // Task: one running expiration task. It owns a native cursor over itIndex, a Scheduler and a
-// Strategy; each wake-up runs one chunk through the strategy, counts it, reports failures and
-// runs the pass callbacks, then schedules the next chunk. While an async onExpired settles, the
-// task waits: the next chunk is scheduled only once the chunk's promise is done.
+// Strategy; each step runs one chunk through the strategy, counts it, reports failures and runs
+// the pass callbacks, then schedules the next chunk: at once (a burst of a paced pass, backlog
+// mode) or after a wait (the formula, or a due time); scheduler.ts has the rules. While an async
+// onExpired settles, the task waits: the next chunk is scheduled only once the chunk's promise is
+// done.
+//
+// Due time (early-break tasks deciding by the TTL field): when a pass ends at the first live
+// tuple, the task reads the smallest TTL (itIndex.min()) and sleeps until it comes, or the
+// formula's wait if sooner, never less than fullScanDelay when that is > 0. While it sleeps
+// between passes, every insert, replace or insertMany through the space (onInsert) compares the
+// tuple's TTL with the due time (one comparison) and brings the wake-up forward if it is earlier.
 //
 // Failures (see chunk.ts for how a chunk isolates a poison tuple):
 // - A chunk in which a callback failed but which went through (its poison tuples skipped, the
@@ -20,11 +28,11 @@ import { EventEmitter } from 'node:events';
 import { Iter, type NativeCursor } from '../native/loader.js';
 import type { Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
-import { handleOf, onDrop, type Space } from '../space/space.js';
+import { handleOf, onDrop, onInsert, type Space } from '../space/space.js';
 import { ignoreRejection, isThenable, keyOf } from './chunk.js';
 import type { Config, PassCallback } from './options.js';
 import { tasks } from './registry.js';
-import { chunkDelay, Scheduler } from './scheduler.js';
+import { burstSize, BURST_MS, chunkDelay, cpuClock, CPU_WINDOW_MS, CpuWindow, Scheduler } from './scheduler.js';
 import { earlyBreak } from './strategies/early-break.js';
 import { fullScan } from './strategies/full-scan.js';
 import { predicate } from './strategies/predicate.js';
@@ -45,6 +53,17 @@ export interface TaskStats {
   chunks: number;
   /** Poison tuples skipped (each time one is skipped for the rest of a pass). */
   skipped: number;
+  /**
+   * How far past due the oldest stored expired tuple is, in the task's unit; 0 when none.
+   * Early-break tasks: exact, from itIndex.min() (O(log n)). Other tasks: an upper bound, the
+   * time since the last completed pass started (every tuple expired before that was visited and
+   * deleted, bar skipped poison tuples); before the first pass completes, the time since the
+   * task's first chunk; 0 for an empty space, or when the clock or the TTL is not finite. A
+   * killed task keeps its last value.
+   */
+  lag: number;
+  /** Wake-ups from a wait (timers, task.wake(), the start); chunks run back to back in a burst or backlog do not count. */
+  wakeups: number;
 }
 
 const MAX_BACKOFF = 1;
@@ -78,7 +97,9 @@ export class Task extends EventEmitter {
   readonly #config: Config;
   readonly #strategy: Strategy;
   readonly #scheduler: Scheduler;
-  readonly #counters: TaskStats = { checked: 0, expired: 0, restarts: 0, workingTime: 0, fullScans: 0, chunks: 0, skipped: 0 };
+  readonly #counters: TaskStats = {
+    checked: 0, expired: 0, restarts: 0, workingTime: 0, fullScans: 0, chunks: 0, skipped: 0, lag: 0, wakeups: 0,
+  };
   readonly #out = new Float64Array(5);
   #cursor: NativeCursor | undefined;
   #epoch = 0;
@@ -92,6 +113,26 @@ export class Task extends EventEmitter {
   #failures = 0;
   #asyncDelivery: boolean;
   #offDrop: (() => void) | undefined;
+  #offInsert: (() => void) | undefined;
+  /** Chunk CPU over the sliding window, for backlog mode. */
+  readonly #cpu = new CpuWindow();
+  /** Chunks run, and their CPU (ms), since the last wake-up. */
+  #burst = 0;
+  #burstCpu = 0;
+  /**
+   * While a due-time task sleeps between passes: when the wake-up is due, and the earliest it may
+   * be (task's unit). -Infinity when an insert cannot bring anything forward (running, inside a
+   * pass, or already due).
+   */
+  #dueAt = -Infinity;
+  #floorAt = -Infinity;
+  /** wake() came while a chunk was running: the next wait is none. */
+  #wakeRequested = false;
+  /** The clock as the last chunk read it; when the running pass and the last completed one started. */
+  #lastNow: number | undefined;
+  #passStartNow: number | undefined;
+  #lastPassStartNow: number | undefined;
+  #firstNow: number | undefined;
 
   /** @internal use expirationd.start() */
   constructor(name: string, space: Space, config: Config) {
@@ -119,7 +160,23 @@ export class Task extends EventEmitter {
   }
 
   stats(): TaskStats {
+    if (this.#running && !this.space.dropped) {
+      const lag = this.#lag();
+      this.#counters.lag = Number.isFinite(lag) ? lag : 0;  // an infinite clock or TTL tells nothing
+    }
     return { ...this.#counters };
+  }
+
+  /**
+   * Runs a pass now, on the next turn of the event loop: between passes the next pass starts;
+   * inside a pass its next chunk runs (as one wake-up). If a chunk is running (or waiting for an
+   * async onExpired), the chunk after it follows at once. Returns the task; a no-op once killed.
+   */
+  wake(): this {
+    if (!this.#running) return this;
+    if (!this.#scheduler.pending) this.#wakeRequested = true;
+    else if (!this.#scheduler.pendingImmediate) this.#schedule(0, true, 'wake');
+    return this;
   }
 
   /**
@@ -134,6 +191,10 @@ export class Task extends EventEmitter {
     this.#cursor = undefined;
     this.#offDrop?.();
     this.#offDrop = undefined;
+    this.#offInsert?.();
+    this.#offInsert = undefined;
+    this.#dueAt = -Infinity;
+    this.#wakeRequested = false;
     if (tasks.get(this.name) === this) tasks.delete(this.name);
   }
 
@@ -155,15 +216,58 @@ export class Task extends EventEmitter {
     this.#failures = 0;
     this.#counters.restarts++;
     this.#offDrop = onDrop(this.space, () => this.kill());
+    if (this.#dueTimed) this.#offInsert = onInsert(this.space, (tuple) => this.#inserted(tuple));
     tasks.set(this.name, this);
-    this.#schedule(0, false);
+    this.#schedule(0, false, 'wait');
   }
 
-  #schedule(seconds: number, betweenPasses: boolean): void {
+  /** An early-break task deciding by the TTL field: its passes can be timed by the smallest TTL. */
+  get #dueTimed(): boolean {
+    return this.#config.earlyBreak && this.#config.isExpired === undefined;
+  }
+
+  /**
+   * 'wait': a wake-up after `seconds` (counted in wakeups; a new burst starts). 'continue': the
+   * next chunk of a burst or backlog, on a setImmediate. 'wake': a wake-up on a setImmediate.
+   */
+  #schedule(seconds: number, betweenPasses: boolean, mode: 'wait' | 'continue' | 'wake'): void {
+    if (this.#wakeRequested) {
+      this.#wakeRequested = false;
+      if (mode === 'wait') mode = 'wake';
+    }
+    this.#dueAt = -Infinity;
     const epoch = this.#epoch;
+    const continuing = mode === 'continue';
     this.#scheduler.schedule(seconds, betweenPasses, () => {
-      if (this.#running && epoch === this.#epoch) this.#tick();
-    });
+      if (!this.#running || epoch !== this.#epoch) return;
+      this.#dueAt = -Infinity;
+      if (!continuing) {
+        this.#counters.wakeups++;
+        this.#burst = 0;
+        this.#burstCpu = 0;
+      }
+      this.#tick();
+    }, mode !== 'wait');
+  }
+
+  /** After an insert through the space: an earlier TTL than the due wake-up brings it forward. */
+  #inserted(tuple: Tuple): void {
+    const value = tuple[this.#config.fieldno];
+    const ttl = typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : NaN;
+    if (!(ttl < this.#dueAt)) return;  // also when nothing can be brought forward (-Infinity), or NaN
+    const target = Math.max(ttl, this.#floorAt);
+    if (!(target < this.#dueAt)) return;
+    let now: unknown;
+    try {
+      now = this.#config.now();
+    } catch {
+      return;  // a broken clock is reported by the next chunk, not by the insert
+    }
+    if (isThenable(now)) ignoreRejection(now);
+    if (typeof now !== 'number' || Number.isNaN(now) || !this.#running || this.#dueAt === -Infinity) return;
+    this.#schedule(Math.max(0, (target - now) * this.#config.unitSeconds), true, 'wait');
+    // Already due: nothing can be earlier.
+    this.#dueAt = target <= now ? -Infinity : target;
   }
 
   #alive(epoch: number): boolean {
@@ -178,6 +282,7 @@ export class Task extends EventEmitter {
     }
     if (!this.#passStarted) {
       this.#passStarted = true;
+      this.#passStartNow = undefined;
       this.#passFailed = false;
       this.#passError = undefined;
       this.#skippedKeys.clear();
@@ -185,6 +290,7 @@ export class Task extends EventEmitter {
       if (!this.#alive(epoch)) return;
     }
     const started = process.hrtime.bigint();
+    const cpuStarted = cpuClock.now();
     const chunk = this.#context(epoch);
     let result: ChunkOutcome | Promise<ChunkOutcome> | { error: unknown };
     try {
@@ -194,6 +300,10 @@ export class Task extends EventEmitter {
     }
     this.#counters.chunks++;
     this.#counters.workingTime += Number(process.hrtime.bigint() - started) / 1e9;
+    const cpuEnded = cpuClock.now();
+    this.#cpu.add(cpuEnded, cpuEnded - cpuStarted);
+    this.#burst++;
+    this.#burstCpu += cpuEnded - cpuStarted;
     if (result instanceof Promise) {
       result.then(
         (outcome) => this.#finishChunk(epoch, outcome, chunk.failed()),
@@ -215,7 +325,7 @@ export class Task extends EventEmitter {
       if (!this.#alive(epoch)) return;
       (this.#cursor as NativeCursor).reset();
       this.#endPass(epoch);
-      if (this.#alive(epoch)) this.#schedule(this.#delay(true), true);
+      if (this.#alive(epoch)) this.#schedule(this.#delay(true), true, 'wait');
       return;
     }
     this.#counters.checked += result.checked;
@@ -227,11 +337,96 @@ export class Task extends EventEmitter {
     }
     if (!this.#alive(epoch)) return;
     if (!result.passEnd) {
-      this.#schedule(this.#delay(false), false);
+      this.#next();
       return;
     }
     this.#endPass(epoch);
-    if (this.#alive(epoch)) this.#schedule(this.#delay(true), true);
+    if (this.#alive(epoch)) this.#betweenPasses();
+  }
+
+  /** Inside a pass: backlog mode, the rest of a burst, or the formula's wait for the chunks run. */
+  #next(): void {
+    if (this.#failures > 0) {
+      this.#schedule(this.#delay(false), false, 'wait');
+      return;
+    }
+    const config = this.#config;
+    if (config.earlyBreak) {
+      // Backlog: the chunk found only expired tuples.
+      if (this.#cpu.used(cpuClock.now()) < config.maxCpuShare * CPU_WINDOW_MS) this.#schedule(0, false, 'continue');
+      else this.#schedule(this.chunkDelay, false, 'wait');
+      return;
+    }
+    if (this.#burst < burstSize(config) && this.#burstCpu < BURST_MS) this.#schedule(0, false, 'continue');
+    else this.#schedule(this.#burst * this.chunkDelay, false, 'wait');
+  }
+
+  /** After a pass: the formula's wait (for every chunk of the last burst), or sooner at the due time. */
+  #betweenPasses(): void {
+    const config = this.#config;
+    if (this.#failures > 0) {
+      this.#schedule(this.#delay(true), true, 'wait');
+      return;
+    }
+    const base = this.chunkDelay;
+    if (!config.earlyBreak) {
+      this.#schedule(this.#burst * base + config.fullScanDelay, true, 'wait');
+      return;
+    }
+    let wait = base + config.fullScanDelay;
+    const now = this.#lastNow;
+    if (!this.#dueTimed || now === undefined) {
+      this.#schedule(wait, true, 'wait');
+      return;
+    }
+    // The first live tuple's TTL (none when the index is empty, or when its first tuple is an
+    // expired poison tuple skipped by the pass: then the formula's wait).
+    const floor = config.fullScanDelay;
+    const ttl = this.#minTtl();
+    if (ttl !== undefined && ttl > now) {
+      wait = Math.min(wait, (ttl - now) * config.unitSeconds);
+      if (floor > 0) wait = Math.max(wait, floor);
+    }
+    this.#schedule(wait, true, 'wait');
+    // Sleeping between passes: an insert with an earlier TTL may bring the wake-up forward.
+    this.#dueAt = now + wait / config.unitSeconds;
+    this.#floorAt = floor > 0 ? now + floor / config.unitSeconds : -Infinity;
+  }
+
+  /** The TTL of itIndex's first tuple, as a number, or undefined. */
+  #minTtl(): number | undefined {
+    const first = this.#config.it.min();
+    if (first === undefined) return undefined;
+    const value = first[this.#config.fieldno];
+    const ttl = typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : NaN;
+    return Number.isNaN(ttl) ? undefined : ttl;
+  }
+
+  #lag(): number {
+    let now: unknown;
+    try {
+      now = this.#config.now();
+    } catch {
+      now = this.#lastNow;
+    }
+    if (isThenable(now)) {
+      ignoreRejection(now);
+      now = this.#lastNow;
+    }
+    if (typeof now !== 'number' || Number.isNaN(now)) now = this.#lastNow;
+    if (now === undefined) return 0;
+    const t = now as number;
+    try {
+      if (this.#config.earlyBreak) {
+        const ttl = this.#minTtl();
+        return ttl !== undefined && ttl <= t ? t - ttl : 0;
+      }
+      if (this.#config.rm.len() === 0) return 0;
+    } catch {
+      return this.#counters.lag;
+    }
+    const since = this.#lastPassStartNow ?? this.#firstNow;
+    return since === undefined ? 0 : Math.max(0, t - since);
   }
 
   /** Seconds until the next chunk: the pacing formula, backed off after failed chunks. */
@@ -245,6 +440,8 @@ export class Task extends EventEmitter {
 
   #endPass(epoch: number): void {
     this.#counters.fullScans++;
+    this.#lastPassStartNow = this.#passStartNow;
+    this.#passStartNow = undefined;
     this.#passStarted = false;
     this.#skippedKeys.clear();
     if (this.#passFailed) this.#callback('onFullScanError', this.#passError);
@@ -313,6 +510,9 @@ export class Task extends EventEmitter {
     if (typeof now !== 'number' || Number.isNaN(now)) {
       throw illegal(`expirationd task '${this.name}': now() must return a number, got ${String(now)}`);
     }
+    this.#lastNow = now;
+    this.#passStartNow ??= now;
+    this.#firstNow ??= now;
     return now;
   }
 

@@ -4,7 +4,9 @@
 //
 // The native handle is private: an ECMAScript private field, reached inside the package only
 // through handleOf(), which src/index.ts does not export. The daemon learns of a drop through
-// onDrop(), also internal.
+// onDrop(), also internal, and of inserts through onInsert() (issue 15: an early-break task
+// brings its next wake-up forward for a tuple that expires sooner). With no watcher, an insert
+// pays one check of a private field.
 import { createSpaceHandle, type NativeSpace } from '../native/loader.js';
 import { decodeOne, pack, packKey, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
@@ -33,6 +35,9 @@ export interface MemoryUsage {
 
 let handleOfSpace: (space: Space) => NativeSpace | undefined;
 const dropHooks = new WeakMap<Space, Set<() => void>>();
+type InsertWatcher = (tuple: Tuple) => void;
+let setWatcher: (space: Space, watcher: InsertWatcher | undefined) => void;
+const insertHooks = new WeakMap<Space, Set<InsertWatcher>>();
 
 /**
  * @internal The native handle of a space, for the daemon and for tests that reach past the
@@ -42,6 +47,28 @@ export function handleOf(space: Space): NativeSpace {
   const h = handleOfSpace(space);
   if (h === undefined) throw illegal('not a Space');
   return h;
+}
+
+/**
+ * @internal Calls fn(tuple) after each tuple that insert, replace or insertMany stored (after the
+ * native call succeeded); returns the function that unregisters it. fn must not throw.
+ */
+export function onInsert(space: Space, fn: InsertWatcher): () => void {
+  let hooks = insertHooks.get(space);
+  if (hooks === undefined) insertHooks.set(space, (hooks = new Set()));
+  hooks.add(fn);
+  const update = (): void => {
+    const set = insertHooks.get(space) as Set<InsertWatcher>;
+    const list = [...set];
+    setWatcher(space, list.length === 0 ? undefined : list.length === 1 ? list[0] : (t) => {
+      for (const watcher of list) watcher(t);
+    });
+  };
+  update();
+  return () => {
+    insertHooks.get(space)?.delete(fn);
+    update();
+  };
 }
 
 /** @internal Calls fn when the space is dropped; returns the function that unregisters it. */
@@ -57,10 +84,14 @@ export class Space {
   /** Indexes by name, and by number (0 is the primary). */
   readonly index: Record<string, Index> = Object.create(null);
   readonly #h: NativeSpace;
+  #watch: InsertWatcher | undefined = undefined;
   private readonly list: Index[] = [];
 
   static {
     handleOfSpace = (space) => (space !== null && typeof space === 'object' && #h in space ? space.#h : undefined);
+    setWatcher = (space, watcher) => {
+      space.#watch = watcher;
+    };
   }
   private isDropped = false;
 
@@ -111,12 +142,14 @@ export class Space {
   insert(tuple: Tuple): Tuple {
     const b = packRange(checkTuple('insert', tuple));
     this.#h.insert(b, false, b.start, b.end);
+    if (this.#watch !== undefined) this.#watch(tuple);
     return tuple;
   }
 
   replace(tuple: Tuple): Tuple {
     const b = packRange(checkTuple('replace', tuple));
     this.#h.insert(b, true, b.start, b.end);
+    if (this.#watch !== undefined) this.#watch(tuple);
     return tuple;
   }
 
@@ -124,7 +157,9 @@ export class Space {
   insertMany(tuples: Tuple[]): number {
     if (!Array.isArray(tuples)) throw new CappedError('insertMany: expects an array of tuples', 'ER_TUPLE_FORMAT');
     tuples.forEach((t, i) => checkTuple(`insertMany: tuple #${i}`, t));
-    return this.#h.insertMany(pack(tuples));
+    const count = this.#h.insertMany(pack(tuples));
+    if (this.#watch !== undefined) for (const tuple of tuples) this.#watch(tuple);
+    return count;
   }
 
   get(key: Key): Tuple | undefined {

@@ -2023,8 +2023,12 @@ function runTask(space: Space, model: ModelSpace, driver: TimerDriver, task: Tas
   task.on('fullScan', () => { fullScanEvents++; });
   const calls = (name: string) => log.filter((x) => x === name).length;
   const given = (name: string) => typeof o[name] === 'function';
-  same('task state after start', { running: task.isRunning, earlyBreak: task.earlyBreak, stats: task.stats(), found: expirationd.task(task.name) === task },
-    { running: true, earlyBreak: cfg.earlyBreak, stats: { checked: 0, expired: 0, restarts: 1, workingTime: 0, fullScans: 0, chunks: 0, skipped: 0 }, found: true });
+  // Issue 15 adds stats().lag (it depends on the clock and the stored TTLs, so it is only checked
+  // to be a finite number >= 0 here) and stats().wakeups (0 before the first chunk).
+  const started = task.stats();
+  same('stats.lag after start is a finite number >= 0', Number.isFinite(started.lag) && started.lag >= 0, true);
+  same('task state after start', { running: task.isRunning, earlyBreak: task.earlyBreak, stats: { ...started, lag: 0 }, found: expirationd.task(task.name) === task },
+    { running: true, earlyBreak: cfg.earlyBreak, stats: { checked: 0, expired: 0, restarts: 1, workingTime: 0, fullScans: 0, chunks: 0, skipped: 0, lag: 0, wakeups: 0 }, found: true });
   same('chunkDelay', task.chunkDelay, Math.min(cfg.scanSize * cfg.scanTime / (model.tuples.length + 1), cfg.iterationDelay));
   const predicate = o.isExpired as ((t: unknown[], now: number) => unknown) | undefined;
   const nowFn = o.now as (() => unknown) | undefined;

@@ -1,0 +1,134 @@
+// Issue 15, fewer wake-ups for a paced pass: a timer wake-up runs k = ceil(chunks per pass / 100)
+// chunks back to back (a setImmediate between two of them, each its own transaction), stopping
+// early once the burst used 10 ms of CPU, then sleeps n * chunkDelay for the n chunks it ran (plus
+// fullScanDelay after the chunk that ends a pass): the formula's average rate, with at most about
+// 100 timer wake-ups per pass. The chunks' CPU comes from the injected CPU clock.
+import { describe, expect, test, vi } from 'vitest';
+import { Space, expirationd, type Task, type TaskOptions } from '../src/index.js';
+import { cpuClock } from '../src/expirationd/scheduler.js';
+import { advanceTo, BASE, fakeCpu, runNow, useKeepupTimers } from './support/keepup.js';
+
+useKeepupTimers();
+
+function makeSpace(live: number): Space {
+  const space = new Space('bursts');
+  space.createIndex('primary', { type: 'TREE', parts: [[1, 'unsigned']] });
+  const tuples: unknown[][] = [];
+  for (let id = 0; id < live; id++) tuples.push([id, BASE + 3_600_000]);
+  space.insertMany(tuples);
+  return space;
+}
+
+function start(space: Space, options: TaskOptions = {}): Task {
+  return expirationd.start('bursts', space, { field: 2, unit: 'ms', now: () => Date.now(), ...options });
+}
+
+/** Fake times at which chunks ran, through the injected CPU clock (read around every chunk). */
+function chunkTimes(options: TaskOptions): { times: number[]; options: TaskOptions } {
+  const times: number[] = [];
+  cpuClock.now = () => {
+    times.push(Date.now());
+    return 0;
+  };
+  return { times, options };
+}
+
+describe('bursts', () => {
+  test('a 5,000-tuple pass at scanSize 10 runs 6 chunks per wake-up and sleeps 6 chunk delays', () => {
+    const space = makeSpace(5000);
+    // ceil(5001 / 10) = 501 chunks per pass, k = ceil(501 / 100) = 6; chunkDelay = 10 * 1 / 5001 s.
+    const { times, options } = chunkTimes({ scanSize: 10, scanTime: 1 });
+    const immediate = vi.spyOn(globalThis, 'setImmediate');
+    const task = start(space, options);
+    runNow(task);
+
+    expect(task.stats()).toMatchObject({ chunks: 6, wakeups: 1 });
+    // The start's immediate, then one between each two chunks of the burst.
+    expect(immediate).toHaveBeenCalledTimes(6);
+    const sleep = 6 * 10 / 5001 * 1000; // 12.0 ms
+    const last = times[times.length - 1];
+    advanceTo(last + Math.floor(sleep) - 1);
+    expect(task.stats().chunks).toBe(6);
+    advanceTo(last + Math.ceil(sleep));
+    runNow(task);
+    expect(task.stats()).toMatchObject({ chunks: 12, wakeups: 2 });
+  });
+
+  test('a pass of 1,000 chunks takes at most 100 wake-ups and keeps the formula\'s average rate', () => {
+    const space = makeSpace(100_000);
+    const task = start(space, { scanSize: 100, scanTime: 1, fullScanDelay: 3600 });
+    const startedAt = Date.now();
+    let endedAt = 0;
+    task.on('fullScan', () => {
+      endedAt = Date.now();
+    });
+    for (let i = 0; i < 100_000 && task.stats().fullScans < 1; i++) vi.advanceTimersToNextTimer();
+    const stats = task.stats();
+    expect(stats.fullScans).toBe(1);
+    expect(stats.chunks).toBeGreaterThanOrEqual(1000);
+    expect(stats.wakeups).toBeLessThanOrEqual(100);
+    // ceil(100001 / 100) = 1001 chunks per pass: k = 11.
+    expect(stats.wakeups).toBe(Math.ceil(stats.chunks / 11));
+    // scanTime 1: the pass takes about 1 s of fake time (the sleeps between bursts, plus the 1 ms
+    // each link of a fake immediate chain takes).
+    const sleeps = stats.chunks * 100 / 100_001 * 1000;
+    expect(endedAt - startedAt).toBeGreaterThanOrEqual(Math.floor(sleeps * 0.98) - 10);
+    expect(endedAt - startedAt).toBeLessThanOrEqual(sleeps + stats.chunks + 10);
+  });
+
+  test('a burst stops once its chunks used 10 ms of CPU', () => {
+    const space = makeSpace(5000);
+    // Each chunk costs 4 ms of injected CPU: bursts of 3 chunks (4, 8, 12 ms), not 6.
+    const task = start(space, {
+      scanSize: 10, scanTime: 1,
+      isExpired: () => {
+        fakeCpu.ms += 0.4;
+        return false;
+      },
+    });
+    runNow(task);
+    expect(task.stats()).toMatchObject({ chunks: 3, wakeups: 1 });
+    vi.advanceTimersByTime(Math.ceil(3 * 10 / 5001 * 1000));
+    runNow(task);
+    expect(task.stats()).toMatchObject({ chunks: 6, wakeups: 2 });
+  });
+
+  test('the burst that ends a pass sleeps its chunks\' delays plus fullScanDelay', () => {
+    const space = makeSpace(1500);
+    // ceil(1501 / 10) = 151 chunks per pass, so k = 2.
+    const { times, options } = chunkTimes({ scanSize: 10, scanTime: 15, fullScanDelay: 7 });
+    const task = start(space, options);
+    for (let i = 0; i < 10_000 && task.stats().fullScans < 1; i++) vi.advanceTimersToNextTimer();
+    const chunks = task.stats().chunks;
+    const last = times[times.length - 1];
+    const { wakeups } = task.stats();
+    const lastBurst = chunks - 2 * (wakeups - 1);
+    expect(lastBurst === 1 || lastBurst === 2).toBe(true);
+    const wait = lastBurst * 10 * 15 / 1501 * 1000 + 7000;
+    advanceTo(last + Math.floor(wait) - 1);
+    expect(task.stats().chunks).toBe(chunks);
+    advanceTo(last + Math.ceil(wait));
+    expect(task.stats()).toMatchObject({ wakeups: wakeups + 1, fullScans: 1 });
+  });
+
+  test('passes under 100 chunks keep one chunk per wake-up', () => {
+    const space = makeSpace(990);
+    const task = start(space, { scanSize: 10, scanTime: 99.1 });
+    runNow(task);
+    expect(task.stats()).toMatchObject({ chunks: 1, wakeups: 1 });
+  });
+
+  test('a kill between two chunks of a burst stops it', () => {
+    const space = makeSpace(5000);
+    const task = start(space, { scanSize: 10, scanTime: 1 });
+    vi.advanceTimersByTime(0);
+    vi.advanceTimersByTime(1);
+    const chunks = task.stats().chunks;
+    expect(chunks).toBeGreaterThanOrEqual(1);
+    expect(chunks).toBeLessThan(6);
+    task.kill();
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(1000);
+    expect(task.stats().chunks).toBe(chunks);
+  });
+});
