@@ -107,7 +107,7 @@ export function formatTable(r: BenchResults): string {
     ...r.notes.map((n) => `note: ${n}`),
   );
   for (const shape of r.shapes) {
-    if (shape.baseline === null) out.push(`note: the baseline did not run on ${shape.tuples} × ${shape.expired}, so there are no ratios`);
+    if (shape.baseline === null) out.push(`note: the baseline (capped-indexed) did not run on ${shape.tuples} × ${fmtPercent(shape.fraction)}, so there are no ratios`);
     for (const s of shape.contenders) {
       for (const e of s.errors) out.push(`ERROR ${s.name} (${shape.tuples} × ${shape.fraction}): ${e}`);
     }

@@ -100,18 +100,19 @@ const MAX_RETRIES = 2;
 /** How long before a wall-clock deadline the CPU reading (and the stall window) starts. */
 const LEAD_MS = 10;
 /** Wait after the post-load GC before anything is measured. */
-const SETTLE_MS = 250;
+const SETTLE_MS = 150;
 
 export async function runTrial(def: ContenderDefinition, cfg: TrialConfig, progress: Progress): Promise<TrialResult> {
   const workload = makeWorkload({ tuples: cfg.tuples, expiredFraction: cfg.expired, seed: cfg.seed });
   for (let retries = 0, marginFactor = 1; ; retries++, marginFactor *= 3) {
     try {
-      const settings = (): ContenderSettings => ({
+      // quietMs: what the trial does between the load and "due" (GC, settling, the idle window).
+      const settings = (withIdle: boolean): ContenderSettings => ({
         workload,
         scanSize: cfg.scanSize,
         scanTime: cfg.scanTime,
         marginFactor,
-        quietMs: cfg.idleMs + SETTLE_MS + 200 + cfg.tuples / 1000,
+        quietMs: (withIdle ? cfg.idleMs : 0) + SETTLE_MS + 200 + cfg.tuples / 1000,
         clock: new StepClock(workload.nowSeconds),
       });
       return { ...(await twoPasses(def, cfg, settings, progress)), retries };
@@ -133,12 +134,12 @@ interface PassFigures {
 async function twoPasses(
   def: ContenderDefinition,
   cfg: TrialConfig,
-  settings: () => ContenderSettings,
+  settings: (withIdle: boolean) => ContenderSettings,
   progress: Progress,
 ): Promise<Omit<TrialResult, 'retries'>> {
   const errors: string[] = [];
-  const first = await pass(def, cfg, settings(), progress, 'measured', errors);
-  const second = await pass(def, cfg, settings(), progress, 'pauses', errors);
+  const first = await pass(def, cfg, settings(true), progress, 'measured', errors);
+  const second = await pass(def, cfg, settings(false), progress, 'pauses', errors);
   const w = first.workload;
   const loads = [first.figures.loadMs, second.figures.loadMs];
   return {
