@@ -66,6 +66,10 @@ export interface TrialResult {
     selfBytesPerTuple: number;
     /** V8 heapUsed growth of this process over the load */
     heapUsedBytes: number;
+    /** V8 heapTotal growth (committed heap, garbage included until V8 gives pages back) */
+    heapTotalBytes: number;
+    /** growth of what V8 counts as external (ArrayBuffers, adjustExternalMemory) */
+    externalBytes: number;
   };
   idle: {
     ms: number;
@@ -173,7 +177,8 @@ async function pass(
   const where = `${cfg.name} ${cfg.tag}${kind === 'pauses' ? ' (pause pass)' : ''}`;
   const measured = kind === 'measured';
   await settledGc();
-  const before = { rss: processRssBytes('self'), heap: process.memoryUsage().heapUsed };
+  const m0 = process.memoryUsage();
+  const before = { rss: processRssBytes('self'), heap: m0.heapUsed, heapTotal: m0.heapTotal, external: m0.external };
   const c = def.create(settings);
   let closed = false;
   try {
@@ -186,7 +191,8 @@ async function pass(
       await settledGc();
       const rssOf = c.serverRssBytes ? 'server' : 'process';
       const rssBytes = c.serverRssBytes ? c.serverRssBytes() - serverRss0 : processRssBytes('self') - before.rss;
-      const heapUsedBytes = process.memoryUsage().heapUsed - before.heap;
+      const m1 = process.memoryUsage();
+      const heapUsedBytes = m1.heapUsed - before.heap;
       const selfBytes = c.selfBytes ? (await c.selfBytes()) - self0 : heapUsedBytes;
       memory = {
         rssBytes,
@@ -195,6 +201,8 @@ async function pass(
         selfBytes,
         selfBytesPerTuple: selfBytes / w.tuples,
         heapUsedBytes,
+        heapTotalBytes: m1.heapTotal - before.heapTotal,
+        externalBytes: m1.external - before.external,
       };
     } else {
       await settledGc();
