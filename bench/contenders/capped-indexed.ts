@@ -98,6 +98,8 @@ export function cappedContender(variant: CappedVariant): ContenderDefinition {
               ...(withTree ? { itIndex: 'exp' } : {}),
               scanSize: 4096,
               scanTime: 0.001,
+              // Its waits grow past 1 ms as the space empties: keep the process alive meanwhile.
+              keepAlive: true,
               now: () => w.nowSeconds,
             });
             t.on('fullScan', () => {
