@@ -39,7 +39,7 @@ export interface BenchOptions {
   progress: boolean;
 }
 
-export const QUICK = { tuples: 100_000, repeat: 1, window: 2, idle: 1, pauseWindow: 1.5 } as const;
+export const QUICK = { tuples: 100_000, repeat: 1, window: 2, idle: 1, pauseWindow: 1 } as const;
 export const SWEEP = { sizes: [100_000, 1_000_000], fractions: [0.01, 0.1, 0.5, 1] } as const;
 export const HUGE = 10_000_000;
 
