@@ -263,7 +263,8 @@ async function pass(
     const cleared = finished && tracker.lastAt !== null;
     const clear: TrialResult['clear'] = {
       detectMs: tracker.firstAt !== null ? Math.max(0, tracker.firstAt - dueAt) : null,
-      clearMs: cleared ? tracker.lastAt! - tracker.firstAt! : null,
+      // A wall-clock cache's timer can fire a millisecond before our estimate of "due": clamp, so detect + clear = due→gone.
+      clearMs: cleared ? tracker.lastAt! - Math.max(tracker.firstAt!, dueAt) : null,
       dueToClearedMs: cleared ? tracker.lastAt! - dueAt : null,
       cpuMs,
       cpuNsPerExpired: tracker.count > 0 ? (cpuMs * 1e6) / tracker.count : Number.NaN,
