@@ -27,7 +27,7 @@ async function main(): Promise<number> {
   process.stdout.write(`\n${formatTable(results)}`);
   if (results.files) process.stdout.write(`\nwrote ${results.files.json}\nwrote ${results.files.svg}\n`);
   if (!results.ok) {
-    const failed = results.contenders.filter((c) => !c.ok).map((c) => c.name);
+    const failed = [...new Set(results.shapes.flatMap((s) => s.contenders.filter((c) => !c.ok).map((c) => c.name)))];
     process.stderr.write(
       `\nbench: FAILED: ${failed.join(', ')} did not complete or left the data wrong (see the ERROR lines above)\n`,
     );

@@ -1,5 +1,5 @@
-// capped-expirationd on the same space, scanning the HASH primary (itIndex = rmIndex = 'primary'):
-// every pass visits every tuple, the way expirationd works without a TTL index.
+// capped-expirationd on a space with a HASH primary only, scanning it (itIndex = rmIndex =
+// 'primary'): every pass visits every tuple, the way expirationd works without a TTL index.
 import { cappedContender } from './capped-indexed.js';
 
 export default cappedContender('scan');

@@ -1,11 +1,14 @@
 // Entry point of the process that runs one contender once (forked by run.ts with --expose-gc and
 // tsx): a fresh heap and a fresh resident set for each run, so no contender measures another's garbage.
-import { contenderFile, type ContenderDefinition } from './contender.js';
+import { loadDefinition } from './contender.js';
 import { Progress } from './progress.js';
 import { runTrial, type TrialConfig, type TrialResult } from './trial.js';
 
 export type ChildMessage =
   | { type: 'result'; result: TrialResult }
+  | { type: 'skipped'; reason: string }
+  /** a server process this child started (Redis): the parent kills it if the child dies first */
+  | { type: 'server'; pid: number; port: number }
   | { type: 'error'; message: string; stack?: string };
 
 export interface ChildRequest {
@@ -17,13 +20,11 @@ export interface ChildRequest {
 async function main(): Promise<void> {
   const request = JSON.parse(process.argv[2] ?? '') as ChildRequest;
   const progress = new Progress({ enabled: request.progress });
-  // require, not import(): the adapters are TypeScript compiled to CommonJS by tsx.
-  const mod = require(contenderFile(request.config.name, request.contendersDir)) as {
-    default?: ContenderDefinition;
-  };
-  const def = mod.default;
-  if (!def || typeof def.create !== 'function') {
-    throw new Error(`bench/contenders/${request.config.name}.ts must default-export a ContenderDefinition`);
+  const def = loadDefinition(request.config.name, request.contendersDir);
+  const reason = def.unavailable ? def.unavailable() : null;
+  if (reason !== null) {
+    await send({ type: 'skipped', reason });
+    return;
   }
   const result = await runTrial(def, request.config, progress);
   await send({ type: 'result', result });

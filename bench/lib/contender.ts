@@ -1,17 +1,26 @@
 // The one small interface every contender adapter implements, and the discovery of the adapters:
 // each file in bench/contenders/ default-exports a ContenderDefinition, so adding a peer is one file.
+//
+// A trial (trial.ts) drives a contender through the same steps whatever it is:
+//   create -> load -> start (expiry runs as its users run it; nothing is due yet) -> idle window
+//   -> the backlog becomes due -> the contender reports its deletions to a DeletionTracker
+//   -> cleared (or, for the products that leave expired records behind by design, the window ends)
+//   -> stop -> finish (completes the deletion outside the measurement, if needed) -> verify -> close.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Workload } from './workload.js';
+import { now } from './measure.js';
+import type { StepClock, Workload } from './workload.js';
 
-/** Where a contender's memory figure comes from. */
-export type MemoryKind =
-  /** bytes the product itself reports for its native storage */
-  | 'native'
-  /** growth of the V8 heap (heapUsed) after a full GC */
+/** What the product reports as its own memory, the second memory column. */
+export type SelfMemoryKind =
+  /** space.memory().total */
+  | 'memory()'
+  /** SQLite's PRAGMA page_count × page_size */
+  | 'pages'
+  /** V8 heapUsed growth after a full GC (the caches keep everything on the V8 heap) */
   | 'heap'
-  /** growth of the process's resident set after a full GC (for memory V8 does not see) */
-  | 'rss';
+  /** Redis INFO memory used_memory growth */
+  | 'used_memory';
 
 export interface ContenderSettings {
   workload: Workload;
@@ -19,46 +28,95 @@ export interface ContenderSettings {
   scanTime: number;
   /** multiplies the margin that wall-clock caches leave before their expired entries go stale */
   marginFactor: number;
+  /** ms the wall-clock contenders must leave between the end of the load and the backlog (idle window, GC) */
+  quietMs: number;
+  /** the injected clock of the contenders that take time as data; release() makes the backlog due */
+  clock: StepClock;
 }
 
 export interface LoadOutcome {
   /**
    * performance.now() ms at which the backlog comes to exist, for contenders whose expiry runs on
-   * the wall clock; absent when the clock is injected and the backlog exists once loaded.
+   * the wall clock; absent when the clock is injected (the trial releases it).
    */
   backlogAt?: number;
 }
 
-export interface Contender {
-  /** Inserts every tuple of the workload; synchronous; calls progress(loaded) now and then. */
-  load(progress: (loaded: number) => void): LoadOutcome;
-  /** Native bytes the product reports, for memoryKind 'native'. */
-  nativeBytes?(): number;
+/** Counts deletions of expired records and remembers when the first and the last happened. */
+export class DeletionTracker {
+  readonly done: Promise<void>;
+  count = 0;
+  firstAt: number | null = null;
+  lastAt: number | null = null;
+  private resolve!: () => void;
+
+  constructor(readonly expected: number) {
+    this.done = new Promise((resolve) => {
+      this.resolve = resolve;
+    });
+  }
+
   /**
-   * Sets expiry going and resolves once every expired tuple is gone, noticed through the
-   * contender's own signals (events, callbacks, the end of its loop), never by polling.
+   * n expired records were deleted; `workStartedAt` (performance.now() ms) is when the work that
+   * deleted them began, when the contender knows it (a statement, a chunk), else now.
    */
-  clear(): Promise<void>;
-  /** Expired tuples still present (for progress lines and timeout messages). */
-  remainingExpired(): number;
-  /** Stops whatever clear() started (tasks, loops). Idempotent. */
+  deleted(n: number, workStartedAt?: number): void {
+    if (n <= 0 || this.lastAt !== null) return;
+    if (this.firstAt === null) this.firstAt = workStartedAt ?? now();
+    this.count += n;
+    if (this.count >= this.expected) {
+      this.lastAt = now();
+      this.resolve();
+    }
+  }
+}
+
+export interface Contender {
+  /** Asynchronous set-up after create() (starting a server), before anything is measured. */
+  open?(): Promise<void>;
+  /** Inserts every record of the workload; calls progress(loaded) now and then. */
+  load(progress: (loaded: number) => void): LoadOutcome | Promise<LoadOutcome>;
+  /** Bytes the product reports for what it holds (selfMemory 'memory()', 'pages', 'used_memory'). */
+  selfBytes?(): number | Promise<number>;
+  /** Resident set of a separate server process, when the product runs in one (Redis). */
+  serverRssBytes?(): number;
+  /** CPU ms of a separate server process so far (Redis); the trial then uses it instead of this process's. */
+  serverCpuMs?(): number;
+  /**
+   * Starts expiry the way the product's users run it, reporting every deletion of an expired
+   * record to `tracker` through the product's own signals (events, callbacks, statement results).
+   */
+  start(tracker: DeletionTracker): void;
+  /** Expired records still stored (for progress lines and messages). */
+  remainingExpired(): number | Promise<number>;
+  /** Stops whatever start() started (tasks, timers, loops). Idempotent. */
   stop(): void;
-  /** Tuples the expiry looked at, where the product counts them. */
+  /** Completes the deletion after the measurement window, for contenders that may leave a backlog. */
+  finish?(): Promise<void>;
+  /** Records the expiry looked at, where the product counts them. */
   checked?(): number;
-  /** Every expired tuple is gone and every live one is intact; returns what is wrong (empty: all good). */
-  verify(): string[];
-  /** Frees everything. */
-  close(): void;
+  /** Every expired record is gone and every live one is intact; returns what is wrong (empty: all good). */
+  verify(): string[] | Promise<string[]>;
+  /** Frees everything (stops servers). */
+  close(): void | Promise<void>;
 }
 
 export interface ContenderDefinition {
   /** Human-readable name for the table and the chart. */
   label: string;
-  /** One line on how this contender loads and expires. */
+  /** How this contender loads and expires, with every option it uses. */
   description: string;
-  memoryKind: MemoryKind;
+  selfMemory: SelfMemoryKind;
   /** True for products of this repository (highlighted in the report). */
   ours?: boolean;
+  /**
+   * True when the product by design may leave expired records stored for long (Redis's sampling,
+   * our default pacing): the trial then measures for --window seconds and reports what is left,
+   * instead of failing at --timeout.
+   */
+  mayLeaveBacklog?: boolean;
+  /** null when the contender can run here; otherwise why not and how to enable it. */
+  unavailable?(): string | null;
   create(settings: ContenderSettings): Contender;
 }
 
@@ -68,7 +126,18 @@ export const CONTENDERS_DIR = path.resolve(__dirname, '..', 'contenders');
 export const BASELINE = 'capped-indexed';
 
 /** Known contenders in report order; any other adapter file follows, alphabetically. */
-const ORDER = ['capped-indexed', 'capped-scan', 'ttlcache', 'lru-cache', 'node-cache', 'sqlite'];
+const ORDER = [
+  'capped-indexed',
+  'capped-indexed-defaults',
+  'capped-scan',
+  'ttlcache',
+  'ttlcache-one-ttl',
+  'lru-cache',
+  'node-cache',
+  'sqlite',
+  'sqlite-single',
+  'redis',
+];
 
 /** Names (file names without .ts) of the adapters in bench/contenders/, in report order. */
 export function contenderNames(dir: string = CONTENDERS_DIR): string[] {
@@ -84,25 +153,12 @@ export function contenderFile(name: string, dir: string = CONTENDERS_DIR): strin
   return path.join(dir, `${name}.ts`);
 }
 
-/** Counts down to zero and resolves a promise then: the usual shape of "every expired tuple is gone". */
-export class Countdown {
-  readonly done: Promise<void>;
-  private left: number;
-  private resolve!: () => void;
-
-  constructor(count: number) {
-    this.left = count;
-    this.done = new Promise((resolve) => {
-      this.resolve = resolve;
-    });
-    if (count <= 0) this.resolve();
+export function loadDefinition(name: string, dir: string = CONTENDERS_DIR): ContenderDefinition {
+  // require, not import(): the adapters are TypeScript compiled to CommonJS by tsx.
+  const mod = require(contenderFile(name, dir)) as { default?: ContenderDefinition };
+  const def = mod.default;
+  if (!def || typeof def.create !== 'function') {
+    throw new Error(`bench/contenders/${name}.ts must default-export a ContenderDefinition`);
   }
-
-  tick(n = 1): void {
-    if (this.left > 0 && (this.left -= n) <= 0) this.resolve();
-  }
-
-  get remaining(): number {
-    return Math.max(0, this.left);
-  }
+  return def;
 }

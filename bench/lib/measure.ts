@@ -1,6 +1,8 @@
 // Measuring primitives shared by every contender: full GC, memory snapshots, CPU time, sleeping
-// without busy-waiting, the event-loop delay monitor, and medians.
-import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+// without busy-waiting, the event-loop stall sampler, and medians.
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 
@@ -20,6 +22,13 @@ export function fullGc(): void {
   // Twice: the first pass can leave objects that only become unreachable after finalizers ran.
   gcFunction();
   gcFunction();
+}
+
+/** A full GC, then a turn of the event loop (finalizers, weak callbacks), then another. */
+export async function settledGc(): Promise<void> {
+  fullGc();
+  await new Promise((resolve) => setImmediate(resolve));
+  fullGc();
 }
 
 export interface MemorySnapshot {
@@ -53,39 +62,69 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }
 
-/** The event-loop delay histogram of the expiry phase, sampled every millisecond. */
-export class PauseMonitor {
-  private readonly histogram: IntervalHistogram = monitorEventLoopDelay({ resolution: 1 });
-
-  /**
-   * Enables sampling and waits until it has ticked a few times: the histogram records the gap
-   * between two ticks, so a pause that starts before the first tick would go unseen.
-   */
-  async start(primeMs = 12): Promise<void> {
-    this.histogram.enable();
-    await sleep(primeMs);
-  }
-
-  /** Lets the tick that follows the last pause happen, then stops sampling. */
-  async stop(): Promise<PauseStats> {
-    await sleep(4);
-    this.histogram.disable();
-    const h = this.histogram;
-    return {
-      maxMs: h.max / 1e6,
-      p99Ms: h.percentile(99) / 1e6,
-      meanMs: h.mean / 1e6,
-      samples: h.count,
-    };
-  }
+export interface StallStats {
+  /** the longest gap between two ticks of a 1 ms timer (an idle loop reads about 1.1 ms) */
+  maxMs: number;
+  /** the sum of the gaps longer than STALL_MS within the fixed window */
+  stalledMs: number;
+  /** gaps longer than STALL_MS within the window */
+  stalls: number;
+  /** length of the window, ms */
+  windowMs: number;
+  /** ticks recorded */
+  samples: number;
 }
 
-export interface PauseStats {
-  /** the longest gap between two 1 ms ticks (an idle loop shows about 1.1 ms) */
-  maxMs: number;
-  p99Ms: number;
-  meanMs: number;
-  samples: number;
+/** A gap between two 1 ms ticks longer than this counts as a stall. */
+export const STALL_MS = 5;
+
+/**
+ * Samples the event loop with a chain of 1 ms timers over a fixed window and records every gap:
+ * the longest, and the time spent in gaps longer than STALL_MS. The same window for every
+ * contender, so the figures compare (a histogram's p99 does not: its sample count depends on how
+ * long the loop was idle).
+ */
+export class StallSampler {
+  private last = 0;
+  private endAt = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stats: StallStats = { maxMs: 0, stalledMs: 0, stalls: 0, windowMs: 0, samples: 0 };
+  private finished!: Promise<StallStats>;
+
+  /** Starts sampling now, for windowMs; the promise resolves when the window has ended. */
+  start(windowMs: number): Promise<StallStats> {
+    this.last = now();
+    this.endAt = this.last + windowMs;
+    this.stats.windowMs = windowMs;
+    this.finished = new Promise((resolve) => {
+      const tick = (): void => {
+        const t = now();
+        const gap = Math.min(t, this.endAt) - this.last;
+        if (gap > 0) {
+          this.stats.samples++;
+          if (gap > this.stats.maxMs) this.stats.maxMs = gap;
+          if (gap > STALL_MS) {
+            this.stats.stalledMs += gap;
+            this.stats.stalls++;
+          }
+        }
+        this.last = t;
+        if (t >= this.endAt) {
+          this.timer = undefined;
+          resolve(this.stats);
+          return;
+        }
+        this.timer = setTimeout(tick, 1);
+      };
+      this.timer = setTimeout(tick, 1);
+    });
+    return this.finished;
+  }
+
+  cancel(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
 }
 
 export function median(values: readonly number[]): number {
@@ -97,4 +136,54 @@ export function median(values: readonly number[]): number {
 
 export function now(): number {
   return performance.now();
+}
+
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+}
+
+/** Median, min and max of the finite values; null when there is none. */
+export function spread(values: readonly (number | null | undefined)[]): Spread | null {
+  const v = values.filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
+  if (v.length === 0) return null;
+  return { median: median(v), min: Math.min(...v), max: Math.max(...v) };
+}
+
+/** CPU ms (user + system) of another process, from /proc/<pid>/stat; NaN when unreadable. */
+export function processCpuMs(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return (ticks * 1000) / clockTicks();
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Resident set of a process in bytes, from /proc/<pid>/status (VmRSS); NaN when unreadable. */
+export function processRssBytes(pid: number | 'self'): number {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+let ticksPerSecond: number | undefined;
+
+function clockTicks(): number {
+  if (ticksPerSecond === undefined) {
+    try {
+      ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticksPerSecond = 100;
+    }
+  }
+  return ticksPerSecond;
 }

@@ -1,53 +1,97 @@
-// The shape of latest.json, and the aggregation of the runs into it: medians per contender and
-// ratios to the baseline (capped-expirationd, indexed).
-import type { MemoryKind } from './contender.js';
-import { median } from './measure.js';
+// The shape of latest.json (schema 2), and the aggregation of the runs into it: per workload shape
+// (size × expired fraction), per contender, the median, min and max of every figure over the runs,
+// and ratios of medians to the baseline (capped-expirationd, indexed, tuned).
+//
+// latest.json = {
+//   schema: 2, date, durationS, machine: { cpuModel, cores, memoryBytes, platform, node, v8, loadAvg },
+//   flags: BenchOptions, workload: { seed, nowSeconds, liveTtlSeconds, ttlSpreadSeconds },
+//   ok, failures: [{ name, tuples, expired, run, message }], notes: string[],
+//   shapes: [{ tuples, fraction, expired, live, baseline,
+//     contenders: [{ name, label, description, selfMemory, ours, mayLeaveBacklog, ok, skipped,
+//       runs, errors, stats: { <figure>: { median, min, max } | null } | null,
+//       vsBaseline: { <figure>: number } | null, raw: TrialResult[] }] }]
+// }
+import type { SelfMemoryKind } from './contender.js';
+import { spread, type Spread } from './measure.js';
 import type { BenchOptions } from './options.js';
 import type { TrialResult } from './trial.js';
 import { LIVE_TTL_SECONDS, NOW_SECONDS, TTL_SPREAD_SECONDS } from './workload.js';
 
+/** Every figure of a contender on one shape, as median, min and max over its runs (null: none). */
 export interface Figures {
-  loadMs: number;
-  loadNsPerTuple: number;
-  memoryBytesPerTuple: number;
-  clearWallMs: number;
-  clearCpuMs: number;
-  cpuNsPerExpired: number;
-  checked: number | null;
-  maxPauseMs: number;
-  p99PauseMs: number;
+  loadNsPerTuple: Spread | null;
+  /** resident-set growth per record after a full GC (the server's, for Redis) */
+  rssBytesPerTuple: Spread | null;
+  /** what the product reports per record (see selfMemory) */
+  selfBytesPerTuple: Spread | null;
+  /** CPU ms per second with expiry running and nothing due */
+  idleCpuMsPerS: Spread | null;
+  /** due -> first expired record deleted */
+  detectMs: Spread | null;
+  /** first -> last expired record deleted (runs that cleared everything) */
+  clearMs: Spread | null;
+  /** due -> last expired record deleted (runs that cleared everything) */
+  dueToClearedMs: Spread | null;
+  /** CPU from due to cleared, or to the end of the window */
+  clearCpuMs: Spread | null;
+  cpuNsPerExpired: Spread | null;
+  /** expired records still stored at the end of the measurement ÷ expired records */
+  leftFraction: Spread | null;
+  /** ms the measurement lasted from due */
+  measuredMs: Spread | null;
+  checked: Spread | null;
+  /** the longest event-loop gap in the fixed window */
+  maxPauseMs: Spread | null;
+  /** time in gaps over 5 ms in the fixed window */
+  stalledMs: Spread | null;
 }
 
-/** Each figure divided by the baseline's; above 1 means more than the baseline. */
+/** Medians divided by the baseline's; above 1 means more than the baseline. */
 export interface Ratios {
-  loadNsPerTuple: number;
-  memoryBytesPerTuple: number;
-  clearWallMs: number;
   cpuNsPerExpired: number;
+  rssBytesPerTuple: number;
   maxPauseMs: number;
-  p99PauseMs: number;
+  dueToClearedMs: number;
 }
 
 export interface ContenderSummary {
   name: string;
   label: string;
   description: string;
-  memoryKind: MemoryKind;
+  selfMemory: SelfMemoryKind | null;
   ours: boolean;
-  /** every run finished and passed the correctness check */
+  mayLeaveBacklog: boolean;
+  /** every run finished and passed the correctness check (or the contender was skipped) */
   ok: boolean;
+  /** why the contender did not run here (and how to enable it); null when it ran */
+  skipped: string | null;
   /** runs that finished */
   runs: number;
   errors: string[];
-  /** medians over the finished runs; null when none finished */
-  median: Figures | null;
-  /** null for the baseline itself, or when it or this contender has no figures */
+  stats: Figures | null;
   vsBaseline: Ratios | null;
   raw: TrialResult[];
 }
 
+export interface ShapeResults {
+  tuples: number;
+  fraction: number;
+  expired: number;
+  live: number;
+  baseline: string | null;
+  contenders: ContenderSummary[];
+}
+
+export interface RunFailure {
+  name: string;
+  tuples: number;
+  expired: number;
+  run: number;
+  message: string;
+}
+
 export interface BenchResults {
-  schema: 1;
+  schema: 2;
   date: string;
   durationS: number;
   machine: {
@@ -57,71 +101,82 @@ export interface BenchResults {
     platform: string;
     node: string;
     v8: string;
+    /** os.loadavg() at the start and at the end: other work on the machine */
+    loadAvg: { start: number[]; end: number[] };
   };
   flags: BenchOptions;
   workload: {
-    tuples: number;
-    expired: number;
-    live: number;
     seed: number;
     nowSeconds: number;
     liveTtlSeconds: number;
     ttlSpreadSeconds: number;
   };
-  baseline: string | null;
-  /** every contender ran every time and passed its correctness check */
+  /** every contender that could run ran every time and passed its correctness check */
   ok: boolean;
-  contenders: ContenderSummary[];
-  failures: { name: string; run: number; message: string }[];
+  shapes: ShapeResults[];
+  failures: RunFailure[];
   notes: string[];
   files?: { json: string; svg: string };
 }
 
-export interface AggregateInput {
-  options: BenchOptions;
-  names: string[];
-  runs: Map<string, TrialResult[]>;
-  failures: { name: string; run: number; message: string }[];
-  baseline: string;
-  date: string;
-  durationS: number;
-  machine: BenchResults['machine'];
-}
-
 export const NOTES = [
-  "memory: 'native' is what the product reports (space.memory().total); 'heap' is V8 heapUsed growth over the load and 'rss' resident-set growth, each after a full GC, in a fresh process",
-  'CPU and wall time of the clear come from a pass without the event-loop sampler; pauses from a second pass on a fresh load with monitorEventLoopDelay({ resolution: 1 }) on for the expiry phase only (an idle loop reads about 1.1 ms)',
-  'wall time runs from "backlog exists" to "every expired tuple is gone": for the capped-expirationd and sqlite it starts when expiry starts (time is injected); for the TTL caches when their short TTLs run out, and it includes waiting for their own timer',
-  'load time includes building each tuple; capped-expirationd inserts with insertMany in 10k batches, sqlite in 10k-row transactions, the caches with set() in a loop',
+  'memory: "RSS" is the growth of the resident set over the load after a full GC, each run in a fresh process (for Redis, the server process\'s); "self" is what the product reports: memory() for ours, page_count × page_size for SQLite, V8 heapUsed growth for the JS caches, INFO used_memory for Redis',
+  'idle CPU: process CPU per second over the idle window, with expiry running as configured and nothing due (for Redis, the server\'s CPU)',
+  'detect: from "due" (the injected clock steps past the expired records, or the caches\' shared deadline passes) to the start of the work that deleted the first expired record; clear: from there to the last deletion; due→gone: both',
+  'CPU ns/expired: CPU from due to the last deletion (or the end of the window) ÷ expired records deleted; median (min–max) over the runs',
+  'max stall and >5 ms: a 1 ms timer chain over a fixed window from due (a second pass on a fresh load, because the sampler costs CPU): the longest gap, and the time spent in gaps over 5 ms',
+  'Redis and ours at its defaults may leave expired records stored by design; they are watched for --window seconds and "left" says how much remained (Redis never returns an expired key to a read)',
+  'peers that need a purge period (node-cache checkperiod, lru-cache purgeStale, SQLite DELETE) use --scan-time, the same value as our tuned scanTime',
 ];
 
-export function aggregate(input: AggregateInput): BenchResults {
-  const { options } = input;
-  const summaries = input.names.map((name) => summarize(name, input.runs.get(name) ?? [], input.failures, options.repeat));
-  const base = summaries.find((s) => s.name === input.baseline && s.median !== null);
+export interface ShapeInput {
+  tuples: number;
+  fraction: number;
+  names: string[];
+  runs: Map<string, TrialResult[]>;
+  skipped: Map<string, string>;
+  failures: RunFailure[];
+}
+
+export function aggregateShape(input: ShapeInput, repeat: number, baseline: string): ShapeResults {
+  const summaries = input.names.map((name) =>
+    summarize(
+      name,
+      input.runs.get(name) ?? [],
+      input.failures.filter((f) => f.name === name && f.tuples === input.tuples && f.expired === input.fraction),
+      input.skipped.get(name) ?? null,
+      repeat,
+    ),
+  );
+  const base = summaries.find((s) => s.name === baseline && s.stats !== null);
   for (const s of summaries) {
-    s.vsBaseline = base && s !== base && s.median ? ratios(s.median, base.median!) : null;
+    s.vsBaseline = base && s !== base && s.stats ? ratios(s.stats, base.stats!) : null;
   }
-  const expired = Math.round(options.tuples * options.expired);
+  const expired = Math.round(input.tuples * input.fraction);
   return {
-    schema: 1,
-    date: input.date,
-    durationS: input.durationS,
-    machine: input.machine,
-    flags: options,
-    workload: {
-      tuples: options.tuples,
-      expired,
-      live: options.tuples - expired,
-      seed: options.seed,
-      nowSeconds: NOW_SECONDS,
-      liveTtlSeconds: LIVE_TTL_SECONDS,
-      ttlSpreadSeconds: TTL_SPREAD_SECONDS,
-    },
+    tuples: input.tuples,
+    fraction: input.fraction,
+    expired,
+    live: input.tuples - expired,
     baseline: base ? base.name : null,
-    ok: summaries.every((s) => s.ok),
     contenders: summaries,
-    failures: input.failures,
+  };
+}
+
+export function assemble(
+  options: BenchOptions,
+  shapes: ShapeResults[],
+  failures: RunFailure[],
+  meta: { date: string; durationS: number; machine: BenchResults['machine'] },
+): BenchResults {
+  return {
+    schema: 2,
+    ...meta,
+    flags: options,
+    workload: { seed: options.seed, nowSeconds: NOW_SECONDS, liveTtlSeconds: LIVE_TTL_SECONDS, ttlSpreadSeconds: TTL_SPREAD_SECONDS },
+    ok: shapes.every((s) => s.contenders.every((c) => c.ok)),
+    shapes,
+    failures,
     notes: NOTES,
   };
 }
@@ -129,37 +184,43 @@ export function aggregate(input: AggregateInput): BenchResults {
 function summarize(
   name: string,
   runs: TrialResult[],
-  failures: AggregateInput['failures'],
+  failures: RunFailure[],
+  skipped: string | null,
   repeat: number,
 ): ContenderSummary {
   const first = runs[0];
   const errors = [
-    ...failures.filter((f) => f.name === name).map((f) => `run ${f.run}: ${f.message}`),
+    ...failures.map((f) => `run ${f.run}: ${f.message}`),
     ...runs.flatMap((r, i) => r.verify.errors.map((e) => `run ${i + 1}: ${e}`)),
   ];
-  const loads = runs.flatMap((r) => r.load.ms);
-  const checked = runs.map((r) => r.clear.checked).filter((c): c is number => c !== null);
-  const tuples = first?.tuples ?? 0;
+  const pick = (f: (r: TrialResult) => number | null): Spread | null => spread(runs.map(f));
   return {
     name,
     label: first?.label ?? name,
     description: first?.description ?? '',
-    memoryKind: first?.memoryKind ?? 'heap',
+    selfMemory: first?.selfMemory ?? null,
     ours: first?.ours ?? false,
-    ok: runs.length === repeat && errors.length === 0,
+    mayLeaveBacklog: first?.mayLeaveBacklog ?? false,
+    ok: skipped !== null ? errors.length === 0 : runs.length === repeat && errors.length === 0,
+    skipped,
     runs: runs.length,
     errors,
-    median: first
+    stats: first
       ? {
-          loadMs: median(loads),
-          loadNsPerTuple: (median(loads) * 1e6) / tuples,
-          memoryBytesPerTuple: median(runs.map((r) => r.memory.bytesPerTuple)),
-          clearWallMs: median(runs.map((r) => r.clear.wallMs)),
-          clearCpuMs: median(runs.map((r) => r.clear.cpuMs)),
-          cpuNsPerExpired: median(runs.map((r) => r.clear.cpuNsPerExpired)),
-          checked: checked.length ? median(checked) : null,
-          maxPauseMs: median(runs.map((r) => r.pauses.maxMs)),
-          p99PauseMs: median(runs.map((r) => r.pauses.p99Ms)),
+          loadNsPerTuple: pick((r) => r.load.nsPerTuple),
+          rssBytesPerTuple: pick((r) => r.memory.rssBytesPerTuple),
+          selfBytesPerTuple: pick((r) => r.memory.selfBytesPerTuple),
+          idleCpuMsPerS: pick((r) => r.idle.cpuMsPerS),
+          detectMs: pick((r) => r.clear.detectMs),
+          clearMs: pick((r) => r.clear.clearMs),
+          dueToClearedMs: pick((r) => r.clear.dueToClearedMs),
+          clearCpuMs: pick((r) => r.clear.cpuMs),
+          cpuNsPerExpired: pick((r) => r.clear.cpuNsPerExpired),
+          leftFraction: pick((r) => r.clear.left / r.expired),
+          measuredMs: pick((r) => r.clear.measuredMs),
+          checked: pick((r) => r.clear.checked),
+          maxPauseMs: pick((r) => r.pauses.maxMs),
+          stalledMs: pick((r) => r.pauses.stalledMs),
         }
       : null,
     vsBaseline: null,
@@ -168,13 +229,11 @@ function summarize(
 }
 
 function ratios(f: Figures, base: Figures): Ratios {
-  const r = (a: number, b: number): number => (b > 0 ? a / b : Number.NaN);
+  const r = (a: Spread | null, b: Spread | null): number => (a && b && b.median > 0 ? a.median / b.median : Number.NaN);
   return {
-    loadNsPerTuple: r(f.loadNsPerTuple, base.loadNsPerTuple),
-    memoryBytesPerTuple: r(f.memoryBytesPerTuple, base.memoryBytesPerTuple),
-    clearWallMs: r(f.clearWallMs, base.clearWallMs),
     cpuNsPerExpired: r(f.cpuNsPerExpired, base.cpuNsPerExpired),
+    rssBytesPerTuple: r(f.rssBytesPerTuple, base.rssBytesPerTuple),
     maxPauseMs: r(f.maxPauseMs, base.maxPauseMs),
-    p99PauseMs: r(f.p99PauseMs, base.p99PauseMs),
+    dueToClearedMs: r(f.dueToClearedMs, base.dueToClearedMs),
   };
 }

@@ -1,8 +1,11 @@
-// latest.svg: a self-contained chart of the results, hand-written SVG with no dependency. Two
-// horizontal bar panels (CPU ns per expired tuple, longest event-loop pause), a log scale when the
-// values span more than an order of magnitude, every bar labelled with its value and its ratio.
-import type { BenchResults, ContenderSummary, Figures } from './results.js';
-import { fmtMs, fmtNumber, fmtRatio } from './table.js';
+// latest.svg: a self-contained chart of the results of one workload shape (the headline shape: the
+// --tuples × --expired one when it ran, else the first), hand-written SVG with no dependency. Four
+// horizontal bar panels (CPU ns per expired record with its min–max over the runs, due → gone,
+// RSS per record, idle CPU per second), a log scale when the values span more than an order of
+// magnitude, every bar labelled with its value and, where it applies, its ratio to the baseline.
+import type { Spread } from './measure.js';
+import type { BenchResults, ContenderSummary, Figures, ShapeResults } from './results.js';
+import { fmtMs, fmtNumber, fmtPercent, fmtRatio } from './table.js';
 
 const WIDTH = 960;
 const LABEL_W = 236;
@@ -26,43 +29,71 @@ const COLORS = {
 interface Panel {
   title: string;
   subtitle: string;
-  pick: (f: Figures) => number;
+  pick: (f: Figures) => Spread | null;
   format: (v: number) => string;
   unit: string;
+  /** the ratio to the baseline printed after the value */
+  ratio?: (r: NonNullable<ContenderSummary['vsBaseline']>) => number;
+  /** what to print when there is no value (e.g. "87% left") */
+  missing?: (s: ContenderSummary) => string | null;
   /** a reference value drawn as a dashed line, with its caption */
   marker?: { value: number; caption: string };
 }
 
 const PANELS: Panel[] = [
   {
-    title: 'CPU time per expired tuple',
-    subtitle: 'process CPU (user + system) to clear the backlog ÷ expired tuples · lower is better',
+    title: 'CPU time per expired record',
+    subtitle: 'CPU (user + system) from due to the last deletion ÷ expired records deleted; whisker: min–max over the runs · lower is better',
     pick: (f) => f.cpuNsPerExpired,
     format: (v) => `${fmtNumber(v)} ns`,
     unit: 'ns',
+    ratio: (r) => r.cpuNsPerExpired,
   },
   {
-    title: 'Longest event-loop pause while expiring',
-    subtitle: 'max of monitorEventLoopDelay({ resolution: 1 }) during the clear; an idle loop reads ≈1.1 ms · lower is better',
-    pick: (f) => f.maxPauseMs,
+    title: 'Due → gone',
+    subtitle: 'from the moment the backlog is due to the last expired record deleted (detection + clearing) · lower is better',
+    pick: (f) => f.dueToClearedMs,
     format: (v) => fmtMs(v),
     unit: 'ms',
-    marker: { value: 1.1, caption: 'idle loop' },
+    missing: (s) => {
+      const left = s.stats?.leftFraction?.median;
+      return left ? `${fmtPercent(left)} left after ${fmtMs(s.stats?.measuredMs?.median ?? Number.NaN)}` : null;
+    },
+  },
+  {
+    title: 'Idle CPU',
+    subtitle: 'CPU per second with expiry running as configured and nothing due · lower is better',
+    pick: (f) => f.idleCpuMsPerS,
+    format: (v) => `${fmtMs(v)}/s`,
+    unit: 'ms',
+  },
+  {
+    title: 'Memory per record (RSS)',
+    subtitle: 'resident-set growth over the load after a full GC, in a fresh process (Redis: the server) · lower is better',
+    pick: (f) => f.rssBytesPerTuple,
+    format: (v) => `${fmtNumber(v)} B`,
+    unit: 'B',
+    ratio: (r) => r.rssBytesPerTuple,
   },
 ];
 
+/** The shape the chart shows: the --tuples × --expired one when it ran, else the first. */
+export function headlineShape(r: BenchResults): ShapeResults {
+  return r.shapes.find((s) => s.tuples === r.flags.tuples && s.fraction === r.flags.expired) ?? r.shapes[0]!;
+}
+
 export function renderSvg(r: BenchResults): string {
-  const rows = r.contenders;
+  const shape = headlineShape(r);
+  const rows = shape.contenders.filter((c) => c.skipped === null);
   const parts: string[] = [];
   let y = 0;
 
   parts.push(text(24, (y += 34), 'capped-expirationd: clearing an expired backlog', { size: 21, weight: 700 }));
-  const w = r.workload;
   parts.push(
     text(
       24,
       (y += 22),
-      `${w.tuples.toLocaleString('en-US')} tuples, ${w.expired.toLocaleString('en-US')} expired · scan size ${r.flags.scanSize}, ` +
+      `${shape.tuples.toLocaleString('en-US')} records, ${shape.expired.toLocaleString('en-US')} expired (${fmtPercent(shape.fraction)}) · scan size ${r.flags.scanSize}, ` +
         `scan time ${r.flags.scanTime} s · median of ${r.flags.repeat} run${r.flags.repeat > 1 ? 's' : ''}`,
       { size: 13, fill: COLORS.muted },
     ),
@@ -75,7 +106,7 @@ export function renderSvg(r: BenchResults): string {
     parts.push(text(24, y, panel.title, { size: 16, weight: 700 }));
     parts.push(text(24, (y += 18), panel.subtitle, { size: 12, fill: COLORS.muted }));
     y += panel.marker ? 26 : 14;
-    const { svg, height } = barPanel(panel, rows, r.baseline, y);
+    const { svg, height } = barPanel(panel, rows, shape.baseline, y);
     parts.push(svg);
     y += height;
   }
@@ -94,14 +125,14 @@ export function renderSvg(r: BenchResults): string {
     text(
       24,
       (y += 16),
-      '“N× indexed” compares with capped-expirationd, indexed. The TTL caches get short TTLs that end together, so their backlog exists at once. Details in latest.json.',
+      '“N× indexed” compares with capped-expirationd, indexed (tuned). Every backlog comes due at once: an injected clock steps, or the caches\' short TTLs end together. Details in latest.json.',
       { size: 11, fill: COLORS.muted },
     ),
   );
   const height = y + 20;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="${FONT}">`,
-    `<title>capped-expirationd benchmark: CPU per expired tuple and longest event-loop pause</title>`,
+    `<title>capped-expirationd benchmark: CPU per expired record, due to gone, idle CPU and memory per record</title>`,
     `<rect width="${WIDTH}" height="${height}" fill="${COLORS.bg}"/>`,
     ...parts,
     '</svg>',
@@ -110,8 +141,9 @@ export function renderSvg(r: BenchResults): string {
 }
 
 function barPanel(panel: Panel, rows: ContenderSummary[], baseline: string | null, top: number): { svg: string; height: number } {
-  const values = rows.map((s) => (s.median ? panel.pick(s.median) : Number.NaN));
-  const finite = values.filter((v) => Number.isFinite(v) && v > 0);
+  const spreads = rows.map((s) => (s.stats ? panel.pick(s.stats) : null));
+  const values = spreads.map((x) => (x ? x.median : Number.NaN));
+  const finite = spreads.flatMap((x) => (x ? [x.median, x.max] : [])).filter((v) => Number.isFinite(v) && v > 0);
   const scale = makeScale(finite.length && panel.marker ? [...finite, panel.marker.value] : finite);
   const axisTop = top;
   const plotH = rows.length * ROW_H;
@@ -137,8 +169,13 @@ function barPanel(panel: Panel, rows: ContenderSummary[], baseline: string | nul
     const yMid = axisTop + i * ROW_H + ROW_H / 2;
     out.push(text(LABEL_W, yMid + 4.5, s.label, { size: 13, anchor: 'end', weight: s.ours ? 700 : 400 }));
     const v = values[i]!;
-    if (!s.median || !Number.isFinite(v)) {
-      out.push(text(PLOT_X + 6, yMid + 4.5, s.ok ? 'no figure' : 'FAILED', { size: 12, fill: COLORS.failed, weight: 700 }));
+    if (!s.stats || !Number.isFinite(v)) {
+      const why = s.ok && panel.missing ? panel.missing(s) : null;
+      out.push(
+        why
+          ? text(PLOT_X + 6, yMid + 4.5, why, { size: 12, fill: COLORS.muted, weight: 600 })
+          : text(PLOT_X + 6, yMid + 4.5, s.ok ? 'no figure' : 'FAILED', { size: 12, fill: COLORS.failed, weight: 700 }),
+      );
       return;
     }
     const len = Math.max(2, scale.x(Math.max(v, scale.min)) * PLOT_W);
@@ -146,8 +183,18 @@ function barPanel(panel: Panel, rows: ContenderSummary[], baseline: string | nul
     out.push(
       `<rect x="${PLOT_X}" y="${(yMid - BAR_H / 2).toFixed(1)}" width="${len.toFixed(1)}" height="${BAR_H}" rx="3" fill="${fill}"/>`,
     );
-    const ratio = s.name === baseline ? '' : s.vsBaseline ? ratioOf(panel, s) : '';
-    const x = round(PLOT_X + len + 8);
+    const sp = spreads[i]!;
+    let end = PLOT_X + len;
+    if (panel.ratio && sp.max > sp.min && sp.min > 0) {
+      const x0 = PLOT_X + Math.max(0, scale.x(Math.max(sp.min, scale.min))) * PLOT_W;
+      const x1 = PLOT_X + scale.x(sp.max) * PLOT_W;
+      out.push(line(x0, yMid, x1, yMid, COLORS.text));
+      out.push(line(x0, yMid - 4, x0, yMid + 4, COLORS.text));
+      out.push(line(x1, yMid - 4, x1, yMid + 4, COLORS.text));
+      end = Math.max(end, x1);
+    }
+    const ratio = s.name === baseline || !panel.ratio || !s.vsBaseline ? '' : `${fmtRatio(panel.ratio(s.vsBaseline))} indexed`;
+    const x = round(end + 8);
     const spans = [
       `<tspan font-weight="600" fill="${s.ok ? COLORS.text : COLORS.failed}">${escapeXml(panel.format(v))}</tspan>`,
       ratio ? `<tspan dx="6" fill="${COLORS.muted}">${escapeXml(ratio)}</tspan>` : '',
@@ -156,12 +203,6 @@ function barPanel(panel: Panel, rows: ContenderSummary[], baseline: string | nul
     out.push(`<text x="${x}" y="${round(yMid + 4.5)}" font-size="12.5">${spans.join('')}</text>`);
   });
   return { svg: `<g>\n${out.join('\n')}\n</g>`, height: plotH + (scale.log ? 34 : 22) };
-}
-
-function ratioOf(panel: Panel, s: ContenderSummary): string {
-  const r = s.vsBaseline!;
-  const x = panel.unit === 'ns' ? r.cpuNsPerExpired : r.maxPauseMs;
-  return `${fmtRatio(x)} indexed`;
 }
 
 function legend(right: number, y: number): string {

@@ -69,9 +69,36 @@ export function tuple(w: Workload, id: number): Tuple {
   return [id, email(id), expSeconds(w, id)];
 }
 
-/** The wall-clock TTL of a live entry in a TTL cache, in ms: the same spread as the tuples' exp. */
-export function liveTtlMs(id: number): number {
-  return (LIVE_TTL_SECONDS + (id % TTL_SPREAD_SECONDS)) * 1000;
+/**
+ * The wall-clock TTL of a live entry in a TTL cache, in ms: the same spread as the tuples' exp
+ * (600 distinct seconds; a cache that keys its expirations by the millisecond sees hundreds of
+ * thousands of distinct expiry times, as it would after being filled over hours), or, with
+ * `oneTtl`, one TTL for every live entry (a cache with a fixed TTL filled in one go).
+ */
+export function liveTtlMs(id: number, oneTtl = false): number {
+  return (LIVE_TTL_SECONDS + (oneTtl ? 0 : id % TTL_SPREAD_SECONDS)) * 1000;
+}
+
+/**
+ * The injected clock (integer seconds) of the contenders that take time as data. Until release()
+ * it reads NOW - TTL_SPREAD_SECONDS, when no tuple is expired yet (expired tuples have exp in
+ * (NOW - TTL_SPREAD_SECONDS, NOW]); from release() on it reads NOW, and the whole backlog is due
+ * at once, as the wall-clock caches' expired entries all go stale at one deadline.
+ */
+export class StepClock {
+  releasedAt: number | null = null;
+
+  constructor(readonly nowSeconds: number) {}
+
+  seconds(): number {
+    return this.releasedAt === null ? this.nowSeconds - TTL_SPREAD_SECONDS : this.nowSeconds;
+  }
+
+  /** Makes the backlog due; returns performance.now() ms of that moment. */
+  release(): number {
+    this.releasedAt = performance.now();
+    return this.releasedAt;
+  }
 }
 
 /** Thrown when a wall-clock deadline passed before the measurement could start; the run is retried. */
@@ -93,6 +120,10 @@ export interface WallClockLoadOptions {
   set: (id: number, value: Tuple, ttlMs: number) => void;
   /** multiplies the safety margin between the end of the load and the deadline */
   marginFactor: number;
+  /** ms added to the margin for what the trial does before the backlog (GC, idle window) */
+  quietMs: number;
+  /** one TTL for every live entry instead of the spread */
+  oneTtl?: boolean;
   progress: (loaded: number) => void;
 }
 
@@ -111,12 +142,12 @@ export function loadWallClockCache(w: Workload, o: WallClockLoadOptions): WallCl
   let loaded = 0;
   for (let i = 0; i < w.liveIds.length; i++) {
     const id = w.liveIds[i]!;
-    o.set(id, tuple(w, id), liveTtlMs(id));
+    o.set(id, tuple(w, id), liveTtlMs(id, o.oneTtl));
     if (++loaded % PROGRESS_EVERY === 0) o.progress(loaded);
   }
   const liveMs = performance.now() - started;
   const perEntryMs = w.liveCount > 0 ? liveMs / w.liveCount : 0.002;
-  const marginMs = o.marginFactor * (300 + 4 * perEntryMs * w.expiredCount + 0.5 * liveMs);
+  const marginMs = o.marginFactor * (300 + 4 * perEntryMs * w.expiredCount + 0.5 * liveMs) + o.quietMs;
   const deadline = o.clock() + perEntryMs * w.expiredCount + marginMs;
   // Each TTL comes from a clock reading taken before its set, so no entry expires before D; the
   // reading after each block bounds when the block's entries expire.
