@@ -90,6 +90,7 @@ CPU, event-loop stalls and memory (RSS growth, and what the product reports itse
   --idle S          idle window for idle CPU (default ${DEFAULTS.idle})
   --pause-window S  fixed window for the longest stall and the time in stalls over 5 ms (default ${DEFAULTS.pauseWindow})
   --no-progress     no progress lines on stderr
+  --no-keepup       skip the keep-up table that follows (npm run bench:keepup -- --quick; not run with --sweep)
   -h, --help        this text
 
 Redis runs when redis-server is on PATH (apt-get install redis-server); the bench starts a
