@@ -3,7 +3,7 @@
 // full scan (the time since the last completed pass started). `wakeups` counts the wake-ups from
 // a wait; chunks run back to back in a burst or a backlog do not count.
 import { describe, expect, test, vi } from 'vitest';
-import { Space, expirationd, type TaskOptions } from '../src/index.js';
+import { Space, expirationd, type Task, type TaskOptions } from '../src/index.js';
 import { BASE, runNow, useKeepupTimers } from './support/keepup.js';
 
 useKeepupTimers();
@@ -117,5 +117,30 @@ describe('wakeups', () => {
     vi.advanceTimersByTime(0);
     expect(expirationd.stats()).toEqual({ a: a.stats(), b: b.stats() });
     expect(expirationd.stats()).toMatchObject({ a: { lag: 0, wakeups: 1 }, b: { lag: 0, wakeups: 1 } });
+  });
+});
+
+describe('a clock that reads the task', () => {
+  test('now() may call stats(): no recursion, and lag falls back to the last time the task read', () => {
+    const space = new Space('clock-reads-stats');
+    space.createIndex('pk', { type: 'HASH', parts: [{ field: 1, type: 'unsigned' }] });
+    space.createIndex('exp', { type: 'TREE', unique: false, parts: [{ field: 3, type: 'unsigned' }] });
+    space.insertMany([[1, 'a', 10], [2, 'b', 20], [3, 'c', 1000]]);
+    let task: Task | undefined;
+    let calls = 0;
+    task = expirationd.start('clock-reads-stats', space, {
+      itIndex: 'exp', field: 3,
+      now: () => {
+        calls++;
+        if (calls > 100) throw new Error('now() recursed');
+        task?.stats();
+        return 50;
+      },
+    });
+    const s = task.stats();
+    expect(calls).toBeLessThan(5);
+    expect(s.lag).toBeGreaterThanOrEqual(0);
+    task.kill();
+    space.drop();
   });
 });

@@ -149,7 +149,7 @@ function runChild(request: ChildRequest): Promise<ChildOutcome> {
     child.on('message', (m) => {
       const message = m as ChildMessage;
       if (message.type === 'server') servers.push({ pid: message.pid, port: message.port });
-      else if (message.type === 'error') error = message.message;
+      else if (message.type === 'error') error = process.env.BENCH_STACK ? (message.stack ?? message.message) : message.message;  // BENCH_STACK=1: the child's stack
       else outcome = message;
     });
     child.on('error', reject);

@@ -130,6 +130,7 @@ export class Task extends EventEmitter {
   #wakeRequested = false;
   /** The clock as the last chunk read it; when the running pass and the last completed one started. */
   #lastNow: number | undefined;
+  #inClock = false;
   #passStartNow: number | undefined;
   #lastPassStartNow: number | undefined;
   #firstNow: number | undefined;
@@ -259,7 +260,7 @@ export class Task extends EventEmitter {
     if (!(target < this.#dueAt)) return;
     let now: unknown;
     try {
-      now = this.#config.now();
+      now = this.#callNow();
     } catch {
       return;  // a broken clock is reported by the next chunk, not by the insert
     }
@@ -405,7 +406,7 @@ export class Task extends EventEmitter {
   #lag(): number {
     let now: unknown;
     try {
-      now = this.#config.now();
+      now = this.#callNow();
     } catch {
       now = this.#lastNow;
     }
@@ -501,8 +502,20 @@ export class Task extends EventEmitter {
     return { ctx, failed: () => failed };
   }
 
+  // Calls the user's now(), or returns undefined when it is already running: a now() that calls
+  // stats() or inserts into the space must not recurse (stats() and the insert hook read the clock).
+  #callNow(): unknown {
+    if (this.#inClock) return undefined;
+    this.#inClock = true;
+    try {
+      return this.#config.now();
+    } finally {
+      this.#inClock = false;
+    }
+  }
+
   #currentTime(): number {
-    const now: unknown = this.#config.now();
+    const now: unknown = this.#callNow();
     if (isThenable(now)) {
       ignoreRejection(now);
       throw illegal(`expirationd task '${this.name}': now() must be synchronous and return a number; it returned a promise`);
