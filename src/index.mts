@@ -17,3 +17,4 @@ export type {
   FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, MemoryUsage,
   TaskOptions, TaskStats, ErrorCode, Tuple, Key, KeyPart,
 } from './index.js';
+export type { UpdateOp, UpdateOperator } from './index.js';

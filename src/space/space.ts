@@ -8,14 +8,16 @@
 // brings its next wake-up forward for a tuple that expires sooner). With no watcher, an insert
 // pays one check of a private field.
 import { createSpaceHandle, type NativeSpace } from '../native/loader.js';
-import { decodeOne, pack, packKey, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import { decodeOne, pack, packKey, packOps, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
 import { checkCount, checkName, checkOptions, checkTuple } from '../validate.js';
 import { checkKey, checkParts, type IndexType, type IteratorType } from './args.js';
 import { Index, type SelectOptions } from './index.js';
+import { checkOps, type UpdateOp } from './update.js';
 
 export type { FieldType, IndexType, IteratorType, Part } from './args.js';
 export { Index, type SelectOptions } from './index.js';
+export type { UpdateOp, UpdateOperator } from './update.js';
 
 export interface IndexOptions {
   type?: IndexType;
@@ -123,7 +125,7 @@ export class Space {
     const parts = checkParts('createIndex', o.parts);
     if (/^\d+$/.test(name)) throw illegal(`createIndex: index name '${name}' must not be a number`);
     const id = this.#h.createIndex(name, type, unique, parts.map((p) => p.field - 1), parts.map((p) => p.type));
-    const index = new Index(this, this.#h, id, name, type, unique, parts);
+    const index = new Index(this, this.#h, id, name, type, unique, parts, (t) => this.#watch?.(t));
     this.list.push(index);
     this.index[name] = index;
     this.index[id] = index;
@@ -164,6 +166,30 @@ export class Space {
 
   get(key: Key): Tuple | undefined {
     return this.primary.get(key);
+  }
+
+  /**
+   * Applies Tarantool update operations to the tuple with this primary key, natively and
+   * atomically across all indexes; returns the new tuple, or undefined when the key is absent.
+   */
+  update(key: Key, ops: UpdateOp[]): Tuple | undefined {
+    return this.primary.update(key, ops);
+  }
+
+  /**
+   * Inserts `tuple` when its primary key is absent; otherwise applies `ops` to the stored tuple
+   * as Tarantool does (an operation that fails on it is skipped; a result that would change the
+   * primary key is dropped). Returns nothing, as in Tarantool.
+   */
+  upsert(tuple: Tuple, ops: UpdateOp[]): void {
+    const t = pack(checkTuple('upsert', tuple));
+    const o = packOps(checkOps('upsert', ops));
+    if (this.#watch === undefined) {
+      this.#h.upsert(t, o, o.start, o.end, false, scratchBuffer());
+      return;
+    }
+    const stored = decodeOne(this.#h.upsert(t, o, o.start, o.end, true, scratchBuffer()) ?? null);
+    if (stored !== undefined) this.#watch(stored);
   }
 
   /** Deletes by primary key; returns the deleted tuple, or undefined. */
