@@ -128,6 +128,19 @@ describe('update operators', () => {
     expect(codeOf(() => s.update([{}] as never, []))).toBe('ER_KEY_TYPE');
   });
 
+  it('packs every kind of value (the fast path and msgpackr agree)', () => {
+    const s = plain();
+    s.insert([1, 0, 0]);
+    const long = 'ü'.repeat(40);
+    expect(s.update(1, [['=', 2, long], ['=', 3, [1, { a: 'b' }]], ['!', -1, 12345678901234n], ['!', -1, null]]))
+      .toEqual([1, long, [1, { a: 'b' }], 12345678901234n, null]);
+    expect(s.update(1, [['=', 2, 'short'], ['=', 3, -0], ['=', 4, 2 ** 40], ['=', 5, -(2 ** 31) - 1], ['!', -1, 1.25]]))
+      .toEqual([1, 'short', 0, 2 ** 40, -(2 ** 31) - 1, 1.25]);
+    const many: UpdateOp[] = Array.from({ length: 20 }, () => ['+', 3, 1]);
+    expect(s.update(1, many)?.[2]).toBe(20);
+    expect(s.update(1, [['+', 4, 2n ** 40n]])?.[3]).toBe(2 ** 41);
+  });
+
   it('refuses a tuple over maxTupleSize', () => {
     const s = new Space('big', { maxTupleSize: 64 });
     s.createIndex('pk', { parts: [[1, 'unsigned']] });

@@ -107,25 +107,25 @@ void UpdateOps::parse(const uint8_t* data, size_t size) {
   if (count > kMaxOps) throw op_error("too many operations (" + std::to_string(count) + ", at most 4000)");
   ops_.reserve(count);
   for (uint32_t i = 0; i < count; i++) {
-    const std::string where = "operation #" + std::to_string(i + 1);
-    if (!mp::is_array(p)) throw op_error(where + " must be an array [op, field, ...]");
+    auto fail = [i](const std::string& what) { return op_error("operation #" + std::to_string(i + 1) + what); };
+    if (!mp::is_array(p)) throw fail(" must be an array [op, field, ...]");
     const uint8_t* q = p;
     const uint32_t n = mp::read_array(&q);
     p = mp::next(p);
     uint32_t len = 0;
     const uint8_t* name = n > 0 ? mp::read_str(q, &len) : nullptr;
     if (name == nullptr || len != 1 || std::strchr("=+-&|^!#:", char(name[0])) == nullptr)
-      throw op_error(where + ": unknown operator (expected one of = + - & | ^ ! # :)");
+      throw fail(": unknown operator (expected one of = + - & | ^ ! # :)");
     Op op;
     op.op = char(name[0]);
     const uint32_t want = op.op == ':' ? 5 : 3;
     if (n != want)
-      throw op_error(where + " " + op_name(op.op) + " takes " + std::to_string(want) + " elements, got " +
+      throw fail(" " + op_name(op.op) + " takes " + std::to_string(want) + " elements, got " +
                      std::to_string(n));
     q = mp::next(q);
     int64_t field;
     if (!read_int(q, &field) || field == 0 || field > INT32_MAX || field < -INT32_MAX)
-      throw op_error(where + ": field must be a non-zero integer (1-based, or negative from the end)");
+      throw fail(": field must be a non-zero integer (1-based, or negative from the end)");
     op.field = int32_t(field);
     q = mp::next(q);
     op.arg = q;
@@ -135,26 +135,26 @@ void UpdateOps::parse(const uint8_t* data, size_t size) {
     int64_t i64;
     switch (op.op) {
       case '+': case '-':
-        if (!mp::read_num(q, &num)) throw op_error(where + " " + op_name(op.op) + ": the argument must be a number");
+        if (!mp::read_num(q, &num)) throw fail(" " + op_name(op.op) + ": the argument must be a number");
         if (num.kind == mp::Num::kDouble && std::isnan(num.d))
-          throw op_error(where + " " + op_name(op.op) + ": the argument must not be NaN");
+          throw fail(" " + op_name(op.op) + ": the argument must not be NaN");
         break;
       case '&': case '|': case '^':
         if (!read_uint(q, &u))
-          throw op_error(where + " " + op_name(op.op) + ": the argument must be a non-negative integer");
+          throw fail(" " + op_name(op.op) + ": the argument must be a non-negative integer");
         break;
       case '#':
         if (!read_uint(q, &u) || u == 0 || u > UINT32_MAX)
-          throw op_error(where + " '#': the count must be a positive integer");
+          throw fail(" '#': the count must be a positive integer");
         break;
       case ':': {
-        if (!read_int(q, &i64)) throw op_error(where + " ':': the position must be an integer");
+        if (!read_int(q, &i64)) throw fail(" ':': the position must be an integer");
         const uint8_t* l = op.arg_end;
-        if (!read_int(l, &op.len)) throw op_error(where + " ':': the length must be an integer");
+        if (!read_int(l, &op.len)) throw fail(" ':': the length must be an integer");
         l = mp::next(l);
         op.str = mp::read_str(l, &op.str_len);
         if (op.str == nullptr)
-          throw op_error(where + " ':': the replacement must be a string");
+          throw fail(" ':': the replacement must be a string");
         break;
       }
       default: break;  // '=' '!': any value
@@ -181,9 +181,9 @@ void UpdateOps::apply(const uint8_t* tuple, std::string* out, bool skip_failed) 
   auto owned = [&](size_t from) { return Field{nullptr, from, uint32_t(store.size() - from), true}; };
   for (const Op& op : ops_) {
     try {
-      const std::string fname = std::to_string(op.field);
+      auto fname = [&op] { return std::to_string(op.field); };
       auto field_error = [&](const std::string& what) {
-        return DbError(err::kUpdateField, "update: field " + fname + " " + op_name(op.op) + ": " + what);
+        return DbError(err::kUpdateField, "update: field " + fname() + " " + op_name(op.op) + ": " + what);
       };
       const int64_t size = int64_t(fields.size());
       // Tarantool: '!' may name the field after the last (or -1 for it: append); '=' on the
@@ -192,7 +192,7 @@ void UpdateOps::apply(const uint8_t* tuple, std::string* out, bool skip_failed) 
       const int64_t max = op.op == '!' || append_set ? size + 1 : size;
       int64_t idx = op.field > 0 ? int64_t(op.field) - 1 : int64_t(op.field) + max;
       if (idx < 0 || idx >= max)
-        throw DbError(err::kUpdateField, "update: field " + fname + " was not found in the tuple (" +
+        throw DbError(err::kUpdateField, "update: field " + fname() + " was not found in the tuple (" +
                                              std::to_string(size) + " fields)");
       const Field arg{op.arg, 0, uint32_t(op.arg_end - op.arg), false};
       switch (op.op) {
@@ -224,7 +224,7 @@ void UpdateOps::apply(const uint8_t* tuple, std::string* out, bool skip_failed) 
             const __int128 r = op.op == '+' ? x + y : x - y;
             if (r < -(__int128(1) << 63) || r >= (__int128(1) << 64))
               throw DbError(err::kUpdateIntegerOverflow, "update: integer overflow when performing " +
-                                                             op_name(op.op) + " on field " + fname);
+                                                             op_name(op.op) + " on field " + fname());
             if (r >= 0) write_uint(&store, uint64_t(r));
             else write_int(&store, int64_t(r));
           }

@@ -6,7 +6,7 @@ import { checkCount, checkOptions } from '../validate.js';
 import { checkKey, iteratorOf, type IndexType, type IteratorType, type Part } from './args.js';
 import { TupleIterator } from './iterator.js';
 import type { Space } from './space.js';
-import { checkOps, type UpdateOp } from './update.js';
+import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 
 export interface SelectOptions {
   iterator?: IteratorType;
@@ -83,8 +83,15 @@ export class Index {
    */
   update(key: Key, ops: UpdateOp[]): Tuple | undefined {
     const k = packKey(checkKey('update', key));
-    const o = packOps(checkOps('update', ops));
-    const tuple = decodeOne(this.#h.update(this.id, k, o, o.start, o.end, scratchBuffer()));
+    const end = packOpsFast(checkOps('update', ops));
+    let result;
+    if (end >= 0) {
+      result = this.#h.update(this.id, k, opsBufferOf(), 0, end, scratchBuffer());
+    } else {
+      const o = packOps(ops);
+      result = this.#h.update(this.id, k, o, o.start, o.end, scratchBuffer());
+    }
+    const tuple = decodeOne(result);
     if (tuple !== undefined && this.#stored !== undefined) this.#stored(tuple);
     return tuple;
   }

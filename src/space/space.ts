@@ -13,7 +13,7 @@ import { CappedError, illegal } from '../errors.js';
 import { checkCount, checkName, checkOptions, checkTuple } from '../validate.js';
 import { checkKey, checkParts, type IndexType, type IteratorType } from './args.js';
 import { Index, type SelectOptions } from './index.js';
-import { checkOps, type UpdateOp } from './update.js';
+import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 
 export type { FieldType, IndexType, IteratorType, Part } from './args.js';
 export { Index, type SelectOptions } from './index.js';
@@ -183,13 +183,14 @@ export class Space {
    */
   upsert(tuple: Tuple, ops: UpdateOp[]): void {
     const t = pack(checkTuple('upsert', tuple));
-    const o = packOps(checkOps('upsert', ops));
-    if (this.#watch === undefined) {
-      this.#h.upsert(t, o, o.start, o.end, false, scratchBuffer());
-      return;
-    }
-    const stored = decodeOne(this.#h.upsert(t, o, o.start, o.end, true, scratchBuffer()) ?? null);
-    if (stored !== undefined) this.#watch(stored);
+    const end = packOpsFast(checkOps('upsert', ops));
+    const o = end >= 0 ? opsBufferOf() : packOps(ops);
+    const [start, stop] = end >= 0 ? [0, end] : [(o as ReturnType<typeof packOps>).start, (o as ReturnType<typeof packOps>).end];
+    const want = this.#watch !== undefined;
+    const result = this.#h.upsert(t, o, start, stop, want, scratchBuffer());
+    if (!want) return;
+    const stored = decodeOne(result ?? null);
+    if (stored !== undefined) this.#watch?.(stored);
   }
 
   /** Deletes by primary key; returns the deleted tuple, or undefined. */
