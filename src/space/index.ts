@@ -7,6 +7,7 @@ import { checkKey, iteratorOf, type IndexType, type IteratorType, type Part } fr
 import { TupleIterator } from './iterator.js';
 import type { Space } from './space.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
+import { atomicActive, enlist } from './atomic.js';
 
 export interface SelectOptions {
   iterator?: IteratorType;
@@ -84,6 +85,7 @@ export class Index {
   update(key: Key, ops: UpdateOp[]): Tuple | undefined {
     const k = packKey(checkKey('update', key));
     const end = packOpsFast(checkOps('update', ops));
+    if (atomicActive) enlist(this.space, this.#h);
     let result;
     if (end >= 0) {
       result = this.#h.update(this.id, k, opsBufferOf(), 0, end, scratchBuffer());
