@@ -13,6 +13,7 @@
         "native/engine/index/tree_index.cc",
         "native/engine/key_def.cc",
         "native/engine/space.cc",
+        "native/engine/update.cc",
         "native/napi/addon.cc",
         "native/napi/cursor_object.cc",
         "native/napi/space_object.cc"

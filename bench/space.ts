@@ -5,7 +5,9 @@
 //
 // Prints ns per single insert(), per tuple in insertMany() (batches of 10k), per get() of a
 // random id, and native bytes per tuple from space.memory(). Each figure is the median of
-// --rounds fresh runs in this process.
+// --rounds fresh runs in this process. Then a counter at --update-keys keys (default 100k):
+// update(key, [['+', 2, 1]]) against get() + replace() of the whole tuple and a plain Map,
+// interleaved round by round so that a busy machine slows all three alike.
 import { Space } from '../src/index.js';
 
 function flag(name: string, fallback: number): number {
@@ -70,9 +72,46 @@ for (let round = 0; round < ROUNDS; round++) {
   process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`);
 }
 
+const UPDATE_KEYS = flag('update-keys', 100_000);
+const UPDATE_OPS = 1_000_000;
+const counters = { update: [] as number[], getReplace: [] as number[], map: [] as number[] };
+{
+  const c = new Space('counters');
+  c.createIndex('primary', { type: 'HASH', parts: [{ field: 1, type: 'unsigned' }] });
+  const map = new Map<number, [number, number]>();
+  for (let i = 0; i < UPDATE_KEYS; i++) {
+    c.insert([i, 0]);
+    map.set(i, [i, 0]);
+  }
+  const ks = Array.from({ length: UPDATE_OPS }, (_, i) => (i * 7919) % UPDATE_KEYS);
+  const ops: Array<['+', number, number]> = [['+', 2, 1]];
+  for (let round = 0; round < Math.max(ROUNDS, 5); round++) {
+    counters.update.push(nsPer(UPDATE_OPS, () => { for (let i = 0; i < UPDATE_OPS; i++) c.update(ks[i], ops); }));
+    counters.getReplace.push(nsPer(UPDATE_OPS, () => {
+      for (let i = 0; i < UPDATE_OPS; i++) {
+        const t = c.get(ks[i]) as [number, number];
+        c.replace([t[0], t[1] + 1]);
+      }
+    }));
+    counters.map.push(nsPer(UPDATE_OPS, () => {
+      for (let i = 0; i < UPDATE_OPS; i++) {
+        const t = map.get(ks[i]) as [number, number];
+        map.set(ks[i], [t[0], t[1] + 1]);
+      }
+    }));
+  }
+  const total = c.select().reduce((sum, t) => sum + (t[1] as number), 0);
+  if (total !== 2 * UPDATE_OPS * counters.update.length) throw new Error(`counters lost updates: ${total}`);
+  c.drop();
+}
+
 const fmt = (x: number) => x.toFixed(0).padStart(6);
 console.log(`Space: ${N.toLocaleString('en-US')} tuples, HASH pk + non-unique TREE on field 3, median of ${ROUNDS} rounds`);
 console.log(`  insert()              ${fmt(median(results.insert))} ns/tuple   (target <= 500)`);
 console.log(`  insertMany() batch 10k ${fmt(median(results.insertMany))} ns/tuple   (target <= 250)`);
 console.log(`  get() random id       ${fmt(median(results.get))} ns/op      (target <= 300)`);
 console.log(`  memory                ${fmt(median(results.bytes))} B/tuple    (target <= 80; tuples ${median(results.tupleBytes).toFixed(1)}, indexes ${median(results.indexBytes).toFixed(1)})`);
+console.log(`Counter at ${UPDATE_KEYS.toLocaleString('en-US')} keys (HASH pk), median of ${counters.update.length} interleaved rounds`);
+console.log(`  update(k, [['+', 2, 1]]) ${fmt(median(counters.update))} ns/op      (target <= 1000)`);
+console.log(`  get() + replace()        ${fmt(median(counters.getReplace))} ns/op`);
+console.log(`  Map get + set            ${fmt(median(counters.map))} ns/op`);

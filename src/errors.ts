@@ -22,6 +22,10 @@ export type ErrorCode =
   | 'ER_TRANSACTION'
   | 'ER_MEMORY_ISSUE'
   | 'ER_TUPLE_SKIPPED'
+  | 'ER_UPDATE_OP'
+  | 'ER_UPDATE_FIELD'
+  | 'ER_UPDATE_INTEGER_OVERFLOW'
+  | 'ER_CANT_UPDATE_PRIMARY_KEY'
   | 'ER_INTERNAL';
 
 export class CappedError extends Error {

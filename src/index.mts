@@ -13,7 +13,9 @@ export type Task = types.Task;
 export const CappedError = cjs.CappedError;
 export type CappedError = types.CappedError;
 export const expirationd = cjs.expirationd;
+export const atomic = cjs.atomic;
 export type {
   FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, MemoryUsage,
   TaskOptions, TaskStats, ErrorCode, Tuple, Key, KeyPart,
 } from './index.js';
+export type { UpdateOp, UpdateOperator } from './index.js';

@@ -3,6 +3,8 @@ export { Space, Index } from './space/space.js';
 export type { FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, MemoryUsage } from './space/space.js';
 export { expirationd, Task } from './expirationd/index.js';
 export type { TaskOptions, TaskStats } from './expirationd/index.js';
+export type { UpdateOp, UpdateOperator } from './space/space.js';
+export { atomic } from './space/atomic.js';
 export { CappedError } from './errors.js';
 export type { ErrorCode } from './errors.js';
 export type { Tuple, Key, KeyPart } from './native/codec.js';

@@ -39,6 +39,10 @@ inline constexpr const char* kSpaceDropped = "ER_SPACE_DROPPED";
 inline constexpr const char* kIllegalParams = "ER_ILLEGAL_PARAMS";
 inline constexpr const char* kTransaction = "ER_TRANSACTION";
 inline constexpr const char* kMemory = "ER_MEMORY_ISSUE";
+inline constexpr const char* kUpdateOp = "ER_UPDATE_OP";
+inline constexpr const char* kUpdateField = "ER_UPDATE_FIELD";
+inline constexpr const char* kUpdateIntegerOverflow = "ER_UPDATE_INTEGER_OVERFLOW";
+inline constexpr const char* kCantUpdatePrimaryKey = "ER_CANT_UPDATE_PRIMARY_KEY";
 }  // namespace err
 
 }  // namespace ce

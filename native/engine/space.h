@@ -94,6 +94,18 @@ class Space {
   // pk_prepared == prepare_remove(t) (or primary().prepare(t->data())).
   void remove_tuple(Tuple* t, uint64_t pk_prepared) { apply(t, nullptr, &pk_prepared, 1); }
 
+  // update(): applies Tarantool update operations (update.h; `ops` is the caller's MessagePack,
+  // not yet validated) to the tuple with this full key of a unique index, as one statement.
+  // Returns the new tuple, or nullptr when the key is absent. Throws ER_UPDATE_OP,
+  // ER_UPDATE_FIELD, ER_UPDATE_INTEGER_OVERFLOW, ER_CANT_UPDATE_PRIMARY_KEY, or what the new
+  // tuple breaks (ER_FIELD_TYPE, ER_FIELD_MISSING, ER_DUPLICATE_KEY, ER_TUPLE_TOO_LARGE);
+  // a failed update changes nothing.
+  Tuple* update(uint32_t index_id, const uint8_t* key, size_t key_size, const uint8_t* ops, size_t ops_size);
+  // upsert(): inserts the tuple when its primary key is absent; otherwise applies `ops` to the
+  // stored tuple as Tarantool does (an op that fails on it is skipped, a result that changes the
+  // primary key is dropped). Returns the stored tuple, or nullptr when the update was dropped.
+  Tuple* upsert(const uint8_t* data, size_t size, const uint8_t* ops, size_t ops_size);
+
   size_t len() const;
   // Removes every tuple (inside a transaction, statement by statement, so it can be rolled back).
   void truncate();
@@ -135,6 +147,10 @@ class Space {
   // Index::prepare() of indexes_[i] for the tuple this leaves in it: nw when given, else old.
   void apply(Tuple* old, Tuple* nw, const uint64_t* prepared = nullptr, size_t n = 0);
   void require_primary() const;
+  // update()/upsert(): replaces stored `old` by a tuple of these bytes through the statement path
+  // (validated as a tuple of the space). skip_pk_change: return nullptr instead of throwing
+  // when the primary key would change.
+  Tuple* replace_updated(Tuple* old, const std::string& bytes, bool skip_pk_change);
   void free_tuple(Tuple* t) { arena_.free(t); }
 
   std::string name_;

@@ -144,6 +144,8 @@ void SpaceObject::register_functions(napi_env env, napi_value exports, AddonData
       method("scanChunk", call<&SpaceObject::scan_chunk>, d),
       method("deleteVisited", call<&SpaceObject::delete_visited, true>, d),
       method("checkIntegrity", call<&SpaceObject::check_integrity>, d),
+      method("update", call<&SpaceObject::update, true>, d),
+      method("upsert", call<&SpaceObject::upsert, true>, d),
   };
   napi_value space;
   check(napi_create_object(env, &space));
@@ -464,6 +466,56 @@ napi_value SpaceObject::delete_visited(const Args& args) {
   const ChunkResult r = co->scan().delete_visited(s, positions.data(), positions.size(), keep_open, &deleted);
   out.write({0, double(r.expired), 0, 0, double(r.savepoint)});
   return emit(args, 4, deleted);
+}
+
+namespace {
+
+constexpr size_t kWhole = SIZE_MAX - 1;  // bytes_arg(): no start/end arguments
+
+// A Buffer argument, or the range [start, end) of it (msgpackr's reused buffer), copied: the
+// engine reads it after checking it, and a Buffer over a SharedArrayBuffer can change meanwhile.
+std::string bytes_arg(const Args& args, size_t i, size_t range, const char* name) {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  if (!args.bytes_if(i, &data, &size)) throw bad_arg(name, "a Buffer");
+  size_t start = 0, end = size;
+  if (args.length() > range && !args.is_undefined(range)) {
+    start = args.u32(range, "start");
+    end = args.u32(range + 1, "end");
+    if (start > end || end > size) throw bad_arg("start/end", "a range inside the Buffer");
+  }
+  return std::string(reinterpret_cast<const char*>(data) + start, end - start);
+}
+
+}  // namespace
+
+// update(index, key, ops, start, end, scratch): ops is [start, end) of the Buffer.
+napi_value SpaceObject::update(const Args& args) {
+  Deferred early, later;
+  const uint32_t id = early([&] { return args.u32(0, "index"); });
+  const KeyArg key = later([&] { return key_arg(args, 1); });
+  const std::string ops = later([&] { return bytes_arg(args, 2, 3, "ops"); });
+  Space& s = space();
+  early.rethrow();
+  s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
+  later.rethrow();
+  return emit_tuple(args, 5,
+                    s.update(id, key.data(), key.size(), reinterpret_cast<const uint8_t*>(ops.data()), ops.size()));
+}
+
+// upsert(tuple, ops, start, end, want, scratch): ops is [start, end) of its Buffer; want: return
+// the stored tuple (null when the update was dropped), else nothing.
+napi_value SpaceObject::upsert(const Args& args) {
+  Deferred later;
+  const std::string tuple = later([&] { return bytes_arg(args, 0, kWhole, "tuple"); });
+  const std::string ops = later([&] { return bytes_arg(args, 1, 2, "ops"); });
+  const bool want = later([&] { return args.boolean(4, "want"); });
+  Space& s = space();
+  later.rethrow();
+  Tuple* t = s.upsert(reinterpret_cast<const uint8_t*>(tuple.data()), tuple.size(),
+                      reinterpret_cast<const uint8_t*>(ops.data()), ops.size());
+  if (!want) return nullptr;
+  return emit_tuple(args, 5, t);
 }
 
 napi_value SpaceObject::check_integrity(const Args& args) {

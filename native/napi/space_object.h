@@ -79,6 +79,8 @@ class SpaceObject {
   napi_value scan_chunk(const Args& args);
   napi_value delete_visited(const Args& args);
   napi_value check_integrity(const Args& args);
+  napi_value update(const Args& args);
+  napi_value upsert(const Args& args);
 
   std::unique_ptr<Space> space_;
   std::string name_;

@@ -24,6 +24,7 @@
 // about 2f·log2(e) extra onExpired calls with them.
 import { decodeMany, pack, scratchBuffer, type Tuple } from '../native/codec.js';
 import type { ChunkContext, ChunkOutcome, Decide } from './strategies/strategy.js';
+import { openAtomic } from '../space/atomic.js';
 
 type OnExpired = (tuples: Tuple[]) => unknown;
 
@@ -105,9 +106,12 @@ export function expireNatively(ctx: ChunkContext, earlyBreak: boolean, decide: D
     return outcome;
   }
   let result: unknown;
+  // What onExpired writes to any space commits or rolls back with the chunk (atomic.ts).
+  const frame = openAtomic();
   try {
     result = (onExpired as OnExpired)(deleted);
   } catch (error) {
+    frame.rollback();
     if (!space.dropped) h.rollbackChunk(cursor, savepoint);
     ctx.fail(error);
     if (!ctx.alive()) return NOTHING(0, true);
@@ -117,6 +121,7 @@ export function expireNatively(ctx: ChunkContext, earlyBreak: boolean, decide: D
     // A promise: this onExpired is asynchronous. Undo the chunk (and whatever the call changed
     // synchronously), then scan the same tuples again; those it was handed are deleted once the
     // promise resolves.
+    frame.rollback();
     if (!space.dropped) h.rollbackChunk(cursor, savepoint);
     ctx.asyncDelivery = true;
     if (!ctx.alive()) {
@@ -125,6 +130,7 @@ export function expireNatively(ctx: ChunkContext, earlyBreak: boolean, decide: D
     }
     return expireByScan(ctx, decide, { now, handed: { tuples: deleted, result } });
   }
+  frame.commit();
   if (!space.dropped) h.commit(savepoint);
   ctx.expired(expired, deleted);
   return outcome;
@@ -222,18 +228,22 @@ function deliver(ctx: ChunkContext, onExpired: OnExpired, visited: readonly Tupl
         continue;
       }
       let result: unknown;
+      const frame = openAtomic();
       try {
         result = onExpired(tuples);
       } catch (error) {
+        frame.rollback();
         if (!space.dropped) h.rollback(savepoint);
         failure(set, error);
         continue;
       }
       if (isThenable(result)) {
+        frame.rollback();
         if (!space.dropped) h.rollback(savepoint);
         ctx.asyncDelivery = true;
         return settle(result).then(afterSettle(set));
       }
+      frame.commit();
       if (space.dropped) break;
       h.commit(savepoint);
       ctx.expired(tuples.length, tuples);

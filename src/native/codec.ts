@@ -102,3 +102,8 @@ export function decodeMany(result: number | Buffer | undefined): Tuple[] {
   grow(result.length);
   return unpackr.unpackMultiple(result) as Tuple[];
 }
+
+/** Update operations on their way into the addon, which copies them: as packRange. */
+export function packOps(ops: unknown): PackedRange {
+  return encode(ops, 'ER_UPDATE_OP', 'the update operations', REUSE_BUFFER_MODE) as PackedRange;
+}

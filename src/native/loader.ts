@@ -40,6 +40,10 @@ export interface NativeSpace {
   deleteVisited(cursor: NativeCursor, positions: Uint32Array, keepOpen: boolean, out: Float64Array,
     scratch: Buffer): number | Buffer;
   checkIntegrity(): string;
+  /** ops is [start, end) of its Buffer; the new tuple, or null when the key is absent. */
+  update(index: number, key: NativeKey, ops: Buffer, start: number, end: number, scratch: Buffer): NativeResult;
+  /** want: return the stored tuple (null when the update was dropped); else undefined. */
+  upsert(tuple: Buffer, ops: Buffer, start: number, end: number, want: boolean, scratch: Buffer): NativeResult | undefined;
 }
 
 type SpaceFunctions = {
@@ -149,6 +153,12 @@ class SpaceHandle implements NativeSpace {
   }
   checkIntegrity(): string {
     return fns.checkIntegrity(this.#h);
+  }
+  update(index: number, key: NativeKey, ops: Buffer, start: number, end: number, scratch: Buffer): NativeResult {
+    return fns.update(this.#h, index, key, ops, start, end, scratch);
+  }
+  upsert(tuple: Buffer, ops: Buffer, start: number, end: number, want: boolean, scratch: Buffer): NativeResult | undefined {
+    return fns.upsert(this.#h, tuple, ops, start, end, want, scratch);
   }
 }
 

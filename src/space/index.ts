@@ -1,11 +1,13 @@
 // Index: reads through one index of a space. The native handle it holds is the space's, passed
 // in by Space.createIndex and never exposed.
 import { Iter, type NativeSpace } from '../native/loader.js';
-import { decodeMany, decodeOne, packKey, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import { decodeMany, decodeOne, packKey, packOps, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { checkCount, checkOptions } from '../validate.js';
 import { checkKey, iteratorOf, type IndexType, type IteratorType, type Part } from './args.js';
 import { TupleIterator } from './iterator.js';
 import type { Space } from './space.js';
+import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
+import { atomicActive, enlist } from './atomic.js';
 
 export interface SelectOptions {
   iterator?: IteratorType;
@@ -21,11 +23,14 @@ export class Index {
   readonly parts: readonly Part[];
   readonly space: Space;
   readonly #h: NativeSpace;
+  readonly #stored: ((tuple: Tuple) => void) | undefined;
 
-  /** @internal */
-  constructor(space: Space, handle: NativeSpace, id: number, name: string, type: IndexType, unique: boolean, parts: Part[]) {
+  /** @internal `stored`: called with the new tuple after an update (the space's insert watchers). */
+  constructor(space: Space, handle: NativeSpace, id: number, name: string, type: IndexType, unique: boolean, parts: Part[],
+    stored?: (tuple: Tuple) => void) {
     this.space = space;
     this.#h = handle;
+    this.#stored = stored;
     this.id = id;
     this.name = name;
     this.type = type;
@@ -71,5 +76,25 @@ export class Index {
 
   len(): number {
     return this.#h.len(this.id);
+  }
+
+  /**
+   * Applies Tarantool update operations to the tuple with this full key (unique indexes only),
+   * natively and atomically; returns the new tuple, or undefined when the key is absent.
+   */
+  update(key: Key, ops: UpdateOp[]): Tuple | undefined {
+    const k = packKey(checkKey('update', key));
+    const end = packOpsFast(checkOps('update', ops));
+    if (atomicActive) enlist(this.space, this.#h);
+    let result;
+    if (end >= 0) {
+      result = this.#h.update(this.id, k, opsBufferOf(), 0, end, scratchBuffer());
+    } else {
+      const o = packOps(ops);
+      result = this.#h.update(this.id, k, o, o.start, o.end, scratchBuffer());
+    }
+    const tuple = decodeOne(result);
+    if (tuple !== undefined && this.#stored !== undefined) this.#stored(tuple);
+    return tuple;
   }
 }

@@ -8,14 +8,17 @@
 // brings its next wake-up forward for a tuple that expires sooner). With no watcher, an insert
 // pays one check of a private field.
 import { createSpaceHandle, type NativeSpace } from '../native/loader.js';
-import { decodeOne, pack, packKey, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import { decodeOne, pack, packKey, packOps, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
 import { checkCount, checkName, checkOptions, checkTuple } from '../validate.js';
 import { checkKey, checkParts, type IndexType, type IteratorType } from './args.js';
 import { Index, type SelectOptions } from './index.js';
+import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
+import { atomicActive, enlist, runAtomic } from './atomic.js';
 
 export type { FieldType, IndexType, IteratorType, Part } from './args.js';
 export { Index, type SelectOptions } from './index.js';
+export type { UpdateOp, UpdateOperator } from './update.js';
 
 export interface IndexOptions {
   type?: IndexType;
@@ -123,7 +126,7 @@ export class Space {
     const parts = checkParts('createIndex', o.parts);
     if (/^\d+$/.test(name)) throw illegal(`createIndex: index name '${name}' must not be a number`);
     const id = this.#h.createIndex(name, type, unique, parts.map((p) => p.field - 1), parts.map((p) => p.type));
-    const index = new Index(this, this.#h, id, name, type, unique, parts);
+    const index = new Index(this, this.#h, id, name, type, unique, parts, (t) => this.#watch?.(t));
     this.list.push(index);
     this.index[name] = index;
     this.index[id] = index;
@@ -141,6 +144,7 @@ export class Space {
 
   insert(tuple: Tuple): Tuple {
     const b = packRange(checkTuple('insert', tuple));
+    if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, false, b.start, b.end);
     if (this.#watch !== undefined) this.#watch(tuple);
     return tuple;
@@ -148,6 +152,7 @@ export class Space {
 
   replace(tuple: Tuple): Tuple {
     const b = packRange(checkTuple('replace', tuple));
+    if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, true, b.start, b.end);
     if (this.#watch !== undefined) this.#watch(tuple);
     return tuple;
@@ -157,6 +162,7 @@ export class Space {
   insertMany(tuples: Tuple[]): number {
     if (!Array.isArray(tuples)) throw new CappedError('insertMany: expects an array of tuples', 'ER_TUPLE_FORMAT');
     tuples.forEach((t, i) => checkTuple(`insertMany: tuple #${i}`, t));
+    if (atomicActive) enlist(this, this.#h);
     const count = this.#h.insertMany(pack(tuples));
     if (this.#watch !== undefined) for (const tuple of tuples) this.#watch(tuple);
     return count;
@@ -166,8 +172,35 @@ export class Space {
     return this.primary.get(key);
   }
 
+  /**
+   * Applies Tarantool update operations to the tuple with this primary key, natively and
+   * atomically across all indexes; returns the new tuple, or undefined when the key is absent.
+   */
+  update(key: Key, ops: UpdateOp[]): Tuple | undefined {
+    return this.primary.update(key, ops);
+  }
+
+  /**
+   * Inserts `tuple` when its primary key is absent; otherwise applies `ops` to the stored tuple
+   * as Tarantool does (an operation that fails on it is skipped; a result that would change the
+   * primary key is dropped). Returns nothing, as in Tarantool.
+   */
+  upsert(tuple: Tuple, ops: UpdateOp[]): void {
+    const t = pack(checkTuple('upsert', tuple));
+    const end = packOpsFast(checkOps('upsert', ops));
+    if (atomicActive) enlist(this, this.#h);
+    const o = end >= 0 ? opsBufferOf() : packOps(ops);
+    const [start, stop] = end >= 0 ? [0, end] : [(o as ReturnType<typeof packOps>).start, (o as ReturnType<typeof packOps>).end];
+    const want = this.#watch !== undefined;
+    const result = this.#h.upsert(t, o, start, stop, want, scratchBuffer());
+    if (!want) return;
+    const stored = decodeOne(result ?? null);
+    if (stored !== undefined) this.#watch?.(stored);
+  }
+
   /** Deletes by primary key; returns the deleted tuple, or undefined. */
   delete(key: Key): Tuple | undefined {
+    if (atomicActive) enlist(this, this.#h);
     return decodeOne(this.#h.delete(packKey(checkKey('delete', key)), scratchBuffer()));
   }
 
@@ -193,6 +226,7 @@ export class Space {
   }
 
   truncate(): void {
+    if (atomicActive) enlist(this, this.#h);
     this.#h.truncate();
   }
 
@@ -206,27 +240,12 @@ export class Space {
   }
 
   /**
-   * Runs fn; every change it made is undone if it throws. fn must be synchronous. Transactions
-   * nest: an inner one that throws undoes only its own changes.
+   * atomic(fn) (see atomic.ts): one transaction over every space of this thread, this one
+   * joined at once; every change fn made to any space is undone if it throws. fn must be
+   * synchronous. Transactions nest: an inner one that throws undoes only its own changes.
    */
   transaction<T>(fn: () => T): T {
-    if (typeof fn !== 'function') throw illegal('transaction: expects a function');
-    const savepoint = this.#h.begin();
-    let result: T;
-    try {
-      result = fn();
-    } catch (error) {
-      if (!this.isDropped) this.#h.rollback(savepoint);
-      throw error;
-    }
-    if (this.isDropped) return result;
-    if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
-      this.#h.rollback(savepoint);
-      throw new CappedError('transaction: fn must be synchronous (it returned a promise); its changes were undone',
-        'ER_TRANSACTION');
-    }
-    this.#h.commit(savepoint);
-    return result;
+    return runAtomic(fn, 'transaction', this, this.#h);
   }
 
   /** @internal Verifies that every index agrees with the primary (for tests). */
