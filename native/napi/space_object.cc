@@ -63,7 +63,10 @@ IterType iter_arg(const Args& args, size_t i) {
 
 // A read's optional `now` (TTL-aware spaces): kNoTtlCheck when absent or undefined.
 double now_arg(const Args& args, size_t i) {
-  if (args.length() <= i || args.is_undefined(i)) return kNoTtlCheck;
+  double d;
+  if (i >= args.length()) return kNoTtlCheck;
+  if (napi_get_value_double(args.env(), args[i], &d) == napi_ok) return d;  // the TTL get's path: one N-API call
+  if (args.is_undefined(i)) return kNoTtlCheck;
   return args.number(i, "now");
 }
 
