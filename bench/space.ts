@@ -8,6 +8,11 @@
 // --rounds fresh runs in this process. Then a counter at --update-keys keys (default 100k):
 // update(key, [['+', 2, 1]]) against get() + replace() of the whole tuple and a plain Map,
 // interleaved round by round so that a busy machine slows all three alike.
+//
+// `get, TTL space`: the same get() on a TTL-aware space (new Space(name, { ttl: { field: 3 } }),
+// wall clock, every tuple live, so each get reads the clock and checks the TTL natively). It is
+// timed interleaved with a plain get over an identical plain space, pass for pass, so that both
+// see the same machine; the row prints both medians and their ratio.
 import { Space } from '../src/index.js';
 
 function flag(name: string, fallback: number): number {
@@ -30,8 +35,8 @@ function tuples(): unknown[][] {
   return out;
 }
 
-function makeSpace(): Space {
-  const space = new Space('bench');
+function makeSpace(ttl = false): Space {
+  const space = new Space('bench', ttl ? { ttl: { field: 3 } } : undefined);
   space.createIndex('primary', { type: 'HASH', parts: [{ field: 1, type: 'unsigned' }] });
   space.createIndex('exp', { type: 'TREE', unique: false, parts: [{ field: 3, type: 'unsigned' }] });
   return space;
@@ -49,9 +54,18 @@ function median(xs: number[]): number {
 }
 
 const data = tuples();
+// The same tuples a day later, so that none expires while the TTL rows run.
+const live = data.map(([id, email, exp]) => [id, email, (exp as number) + 86_400]);
 const keys = Array.from({ length: N }, (_, i) => (i * 7919) % N);
 const results = { insert: [] as number[], insertMany: [] as number[], get: [] as number[], bytes: [] as number[],
-  tupleBytes: [] as number[], indexBytes: [] as number[] };
+  tupleBytes: [] as number[], indexBytes: [] as number[], plainGet: [] as number[], ttlGet: [] as number[] };
+
+function getPass(space: Space): number {
+  let found = 0;
+  const ns = nsPer(N, () => { for (let i = 0; i < N; i++) if (space.get(keys[i]) !== undefined) found++; });
+  if (found !== N) throw new Error(`get() found ${found} of ${N}`);
+  return ns;
+}
 
 for (let round = 0; round < ROUNDS; round++) {
   const a = makeSpace();
@@ -64,6 +78,16 @@ for (let round = 0; round < ROUNDS; round++) {
   results.get.push(nsPer(N, () => { for (let i = 0; i < N; i++) if (a.get(keys[i]) !== undefined) found++; }));
   if (found !== N) throw new Error(`get() found ${found} of ${N}`);
   a.drop();
+  const p = makeSpace();
+  const t = makeSpace(true);
+  for (let i = 0; i < N; i += BATCH) p.insertMany(live.slice(i, i + BATCH));
+  for (let i = 0; i < N; i += BATCH) t.insertMany(live.slice(i, i + BATCH));
+  for (let pass = 0; pass < 3; pass++) {  // interleaved: TTL, plain, TTL, plain, ...
+    results.ttlGet.push(getPass(t));
+    results.plainGet.push(getPass(p));
+  }
+  t.drop();
+  p.drop();
 
   const b = makeSpace();
   results.insertMany.push(nsPer(N, () => { for (let i = 0; i < N; i += BATCH) b.insertMany(data.slice(i, i + BATCH)); }));
@@ -110,6 +134,9 @@ console.log(`Space: ${N.toLocaleString('en-US')} tuples, HASH pk + non-unique TR
 console.log(`  insert()              ${fmt(median(results.insert))} ns/tuple   (target <= 500)`);
 console.log(`  insertMany() batch 10k ${fmt(median(results.insertMany))} ns/tuple   (target <= 250)`);
 console.log(`  get() random id       ${fmt(median(results.get))} ns/op      (target <= 300)`);
+const plain = median(results.plainGet);
+const ttl = median(results.ttlGet);
+console.log(`  get, TTL space        ${fmt(ttl)} ns/op      (plain get interleaved ${plain.toFixed(0)} ns/op: ${((ttl / plain - 1) * 100).toFixed(1)}%; target <= +5%)`);
 console.log(`  memory                ${fmt(median(results.bytes))} B/tuple    (target <= 80; tuples ${median(results.tupleBytes).toFixed(1)}, indexes ${median(results.indexBytes).toFixed(1)})`);
 console.log(`Counter at ${UPDATE_KEYS.toLocaleString('en-US')} keys (HASH pk), median of ${counters.update.length} interleaved rounds`);
 console.log(`  update(k, [['+', 2, 1]]) ${fmt(median(counters.update))} ns/op      (target <= 1000)`);

@@ -1,6 +1,7 @@
 // capped-expirationd: an in-process, Tarantool-style space with a capped expiration daemon.
 export { Space, Index } from './space/space.js';
-export type { FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, MemoryUsage } from './space/space.js';
+export type { FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, MemoryUsage,
+  TtlOptions, TtlDeclaration, TtlUnit } from './space/space.js';
 export { expirationd, Task } from './expirationd/index.js';
 export type { TaskOptions, TaskStats } from './expirationd/index.js';
 export type { UpdateOp, UpdateOperator } from './space/space.js';

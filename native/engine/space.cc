@@ -8,8 +8,8 @@
 
 namespace ce {
 
-Space::Space(std::string name, uint32_t max_tuple_size)
-    : name_(std::move(name)), max_tuple_size_(max_tuple_size) {}
+Space::Space(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno)
+    : name_(std::move(name)), max_tuple_size_(max_tuple_size), ttl_fieldno_(ttl_fieldno) {}
 
 Space::~Space() {
   // Live tuples are in the primary; tuples removed by an open transaction are in the undo log.
@@ -77,7 +77,7 @@ void Space::check_tuple(const uint8_t* data, size_t size, bool checked) const {
   for (const auto& idx : indexes_) idx->key_def().check_tuple(data);
 }
 
-void Space::insert(const uint8_t* data, size_t size, bool replace) {
+void Space::insert(const uint8_t* data, size_t size, bool replace, double now) {
   require_primary();
   check_size(size);
   // Copy first, validate the copy: the caller's bytes may be shared with another thread.
@@ -85,32 +85,32 @@ void Space::insert(const uint8_t* data, size_t size, bool replace) {
   std::memcpy(t->data(), data, size);
   try {
     check_tuple(t->data(), size, false);
-    insert_tuple(t, replace, indexes_[0]->prepare(t->data()));
+    insert_tuple(t, replace, indexes_[0]->prepare(t->data()), now);
   } catch (...) {
     free_tuple(t);
     throw;
   }
 }
 
-void Space::insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t pk_prepared) {
+void Space::insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t pk_prepared, double now) {
   Tuple* t = arena_.alloc(uint32_t(size));
   std::memcpy(t->data(), data, size);
   try {
-    insert_tuple(t, replace, pk_prepared);
+    insert_tuple(t, replace, pk_prepared, now);
   } catch (...) {
     free_tuple(t);
     throw;
   }
 }
 
-void Space::insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared) {
+void Space::insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared, double now) {
   Index& pk = *indexes_[0];
   Tuple* old = pk.find_dup(t, pk_prepared);
   auto duplicate = [&](const Index& idx) {
     return DbError(err::kDuplicateKey,
                    "Duplicate key exists in unique index '" + idx.name() + "' in space '" + name_ + "'");
   };
-  if (old != nullptr && !replace) throw duplicate(pk);
+  if (old != nullptr && !replace && !hides(old, now)) throw duplicate(pk);
   prepared_.resize(indexes_.size());
   prepared_[0] = pk_prepared;
   for (size_t i = 1; i < indexes_.size(); i++) {
@@ -140,7 +140,7 @@ void Space::apply(Tuple* old, Tuple* nw, const uint64_t* prepared, size_t n) {
   else if (old != nullptr) free_tuple(old);
 }
 
-size_t Space::insert_many(const uint8_t* caller_data, size_t size) {
+size_t Space::insert_many(const uint8_t* caller_data, size_t size, double now) {
   require_primary();
   // Validate and insert from a private copy: the caller's bytes may be shared with another thread.
   const std::unique_ptr<uint8_t[]> copy(new uint8_t[size == 0 ? 1 : size]);
@@ -188,7 +188,7 @@ size_t Space::insert_many(const uint8_t* caller_data, size_t size) {
     for (size_t k = 0; k < kAhead && k < valid; k++) spans[k].prepared = pk.prepare(spans[k].data);
     for (i = 0; i < valid; i++) {
       if (i + kAhead < valid) spans[i + kAhead].prepared = pk.prepare(spans[i + kAhead].data);
-      insert_copy(spans[i].data, spans[i].size, false, spans[i].prepared);
+      insert_copy(spans[i].data, spans[i].size, false, spans[i].prepared, now);
     }
     if (invalid) throw *invalid;
   } catch (const DbError& e) {
@@ -217,7 +217,7 @@ bool Space::remove(const uint8_t* key, size_t size, std::string* out) {
   return true;
 }
 
-Tuple* Space::get(uint32_t index_id, const uint8_t* key, size_t size) {
+Tuple* Space::get(uint32_t index_id, const uint8_t* key, size_t size, double now) {
   Index& idx = index(index_id);
   const uint8_t* first;
   const uint32_t parts = check_key(idx, key, size, &first);
@@ -227,7 +227,8 @@ Tuple* Space::get(uint32_t index_id, const uint8_t* key, size_t size) {
     throw DbError(err::kKeyPartCount, "get() on index '" + idx.name() + "' needs a full key (" +
                                           std::to_string(idx.key_def().part_count()) + " parts), got " +
                                           std::to_string(parts));
-  return idx.get(first);
+  Tuple* t = idx.get(first);
+  return t != nullptr && hides(t, now) ? nullptr : t;
 }
 
 std::unique_ptr<Cursor> Space::make_cursor(uint32_t index_id, const uint8_t* key, size_t size, IterType type,
@@ -239,19 +240,20 @@ std::unique_ptr<Cursor> Space::make_cursor(uint32_t index_id, const uint8_t* key
   return idx.make_cursor(type, std::string(reinterpret_cast<const char*>(key), size), parts, bounded);
 }
 
-Tuple* Space::min_max(uint32_t index_id, const uint8_t* key, size_t size, bool max) {
+Tuple* Space::min_max(uint32_t index_id, const uint8_t* key, size_t size, bool max, double now) {
   Index& idx = index(index_id);
   if (!idx.ordered())
     throw DbError(err::kUnsupported, std::string(idx.kind()) + " index '" + idx.name() + "' does not support " +
                                          (max ? "max()" : "min()"));
-  return make_cursor(index_id, key, size, max ? IterType::kReq : IterType::kEq)->next();
+  const std::unique_ptr<Cursor> c = make_cursor(index_id, key, size, max ? IterType::kReq : IterType::kEq);
+  return next_visible(*c, now);
 }
 
 void Space::select(uint32_t index_id, const uint8_t* key, size_t size, IterType type, uint64_t limit,
-                   uint64_t offset, std::string* out) {
+                   uint64_t offset, std::string* out, double now) {
   std::unique_ptr<Cursor> c = make_cursor(index_id, key, size, type);
   while (limit > 0) {
-    Tuple* t = c->next();
+    Tuple* t = next_visible(*c, now);
     if (t == nullptr) break;
     if (offset > 0) {
       offset--;
@@ -262,11 +264,12 @@ void Space::select(uint32_t index_id, const uint8_t* key, size_t size, IterType 
   }
 }
 
-size_t Space::count(uint32_t index_id, const uint8_t* key, size_t size, IterType type) {
+size_t Space::count(uint32_t index_id, const uint8_t* key, size_t size, IterType type, double now) {
   std::unique_ptr<Cursor> c = make_cursor(index_id, key, size, type);
-  if (c->type() == IterType::kAll) return c->index()->size();
+  const bool ttl = ttl_fieldno_ != kNoTtlField && !std::isnan(now);
+  if (c->type() == IterType::kAll && !ttl) return c->index()->size();
   size_t n = 0;
-  while (c->next() != nullptr) n++;
+  while (next_visible(*c, now) != nullptr) n++;
   return n;
 }
 

@@ -19,6 +19,15 @@
 // commits at once. A tuple removed inside a transaction therefore stays readable (by pointer)
 // until the transaction ends, which is what lets the expiration chunk delete while it walks.
 //
+// TTL-aware reads (issue 15): a space may declare a TTL field at creation. Each read (get,
+// select, count, min_max and a cursor's steps through next_visible) takes `now`; when the space
+// has a TTL field and now is not NaN, a tuple whose TTL is <= now (ttl.h) is skipped as if
+// absent, so select's limit/offset count visible tuples only. count() then walks (O(matching
+// tuples), even for ALL); len() and memory still count what is stored. Writes see stored
+// tuples, with one exception: insert() given `now` treats a primary-key duplicate that has
+// expired as absent and replaces it, in the one statement. With kNoTtlCheck every read is the
+// plain one.
+//
 // Not thread-safe: one JavaScript thread uses a space.
 #pragma once
 
@@ -30,6 +39,7 @@
 #include "cursor.h"
 #include "index.h"
 #include "key_def.h"
+#include "ttl.h"
 #include "tuple.h"
 #include "alloc/tuple_arena.h"
 
@@ -37,13 +47,27 @@ namespace ce {
 
 class Space {
  public:
-  Space(std::string name, uint32_t max_tuple_size);
+  // ttl_fieldno: the 0-based TTL field, or kNoTtlField.
+  Space(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno = kNoTtlField);
   Space(const Space&) = delete;
   Space& operator=(const Space&) = delete;
   ~Space();
 
   const std::string& name() const { return name_; }
   uint32_t max_tuple_size() const { return max_tuple_size_; }
+  uint32_t ttl_fieldno() const { return ttl_fieldno_; }
+
+  // Whether a read at `now` treats t as absent (see the header comment). REQUIRES: t is stored.
+  bool hides(const Tuple* t, double now) const {
+    return ttl_fieldno_ != kNoTtlField && !std::isnan(now) && ttl_expired(t->data(), ttl_fieldno_, now);
+  }
+  // The cursor's next tuple that a read at `now` sees, or nullptr at the end.
+  Tuple* next_visible(Cursor& cursor, double now) const {
+    Tuple* t;
+    while ((t = cursor.next()) != nullptr && hides(t, now)) {
+    }
+    return t;
+  }
 
   // Adds an index of the kind registered under `kind` ("TREE", "HASH"; see index/registry.cc)
   // and fills it from the tuples already stored. Returns its id.
@@ -61,27 +85,28 @@ class Space {
   // `data` is one MessagePack tuple, not yet validated: it is copied into the arena first and
   // validated there, so bytes that change under the caller's feet are never stored unchecked.
   // REQUIRES: a primary index.
-  void insert(const uint8_t* data, size_t size, bool replace);
+  // now: see the header comment (an expired primary-key duplicate does not block an insert).
+  void insert(const uint8_t* data, size_t size, bool replace, double now = kNoTtlCheck);
   // `data` is a MessagePack array of tuples; all or nothing. Returns the count. Copies the batch
   // before validating it, as insert() does.
-  size_t insert_many(const uint8_t* data, size_t size);
+  size_t insert_many(const uint8_t* data, size_t size, double now = kNoTtlCheck);
   // get(): the tuple with this full key of a unique index, or nullptr. Throws ER_UNSUPPORTED on
   // a non-unique index, ER_KEY_PART_COUNT on a partial key.
-  Tuple* get(uint32_t index_id, const uint8_t* key, size_t size);
+  Tuple* get(uint32_t index_id, const uint8_t* key, size_t size, double now = kNoTtlCheck);
   // delete(): removes the tuple with this full primary key and appends its bytes to *out.
   // Returns false when absent. Throws ER_KEY_PART_COUNT on a partial key.
   bool remove(const uint8_t* key, size_t size, std::string* out);
   // min()/max() of an ordered index over the tuples matching a (partial) key, or nullptr.
   // Throws ER_UNSUPPORTED on an unordered index.
-  Tuple* min_max(uint32_t index_id, const uint8_t* key, size_t size, bool max);
+  Tuple* min_max(uint32_t index_id, const uint8_t* key, size_t size, bool max, double now = kNoTtlCheck);
   // A cursor after the index's iterator rules (Index::check_iterator). The space must outlive it.
   std::unique_ptr<Cursor> make_cursor(uint32_t index_id, const uint8_t* key, size_t size, IterType type,
                                       bool bounded = false);
   // select(): appends the bytes of up to `limit` matching tuples after skipping `offset`.
   void select(uint32_t index_id, const uint8_t* key, size_t size, IterType type, uint64_t limit, uint64_t offset,
-              std::string* out);
-  // count(): the number of matching tuples (O(1) for ALL).
-  size_t count(uint32_t index_id, const uint8_t* key, size_t size, IterType type);
+              std::string* out, double now = kNoTtlCheck);
+  // count(): the number of matching tuples (O(1) for ALL without a TTL check).
+  size_t count(uint32_t index_id, const uint8_t* key, size_t size, IterType type, double now = kNoTtlCheck);
 
   // Removing a stored tuple, for walks that hold tuple pointers (the expiry chunk).
   // prepare_remove(t) prefetches what remove_tuple(t) will touch in every index and returns
@@ -139,10 +164,10 @@ class Space {
   void check_tuple(const uint8_t* data, size_t size, bool checked) const;
   void check_size(size_t size) const;
   // Copies checked bytes into a tuple and inserts it; `pk_prepared` is primary().prepare(data).
-  void insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t pk_prepared);
+  void insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t pk_prepared, double now = kNoTtlCheck);
   std::vector<Tuple*> all_tuples() const;
   void free_large_tuples();
-  void insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared);
+  void insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared, double now = kNoTtlCheck);
   // Replaces old by nw in every index (either may be null). prepared[i], for i < n, is
   // Index::prepare() of indexes_[i] for the tuple this leaves in it: nw when given, else old.
   void apply(Tuple* old, Tuple* nw, const uint64_t* prepared = nullptr, size_t n = 0);
@@ -155,6 +180,7 @@ class Space {
 
   std::string name_;
   uint32_t max_tuple_size_;
+  uint32_t ttl_fieldno_ = kNoTtlField;
   TupleArena arena_;
   std::vector<std::unique_ptr<Index>> indexes_;
   std::vector<UndoEntry> undo_;

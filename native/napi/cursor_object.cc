@@ -83,13 +83,14 @@ Scan& CursorObject::scan() {
   return *scan_;
 }
 
-// next(scratch)
+// next(scratch, now?): with now (a TTL space's pairs()), skips the tuples expired at now.
 napi_value CursorObject::next(napi_env env, napi_callback_info info) {
   return guard(env, [&]() -> napi_value {
     const Args args(env, info, 0);
+    const double now = args.length() > 1 && !args.is_undefined(1) ? args.number(1, "now") : kNoTtlCheck;
     CursorObject* self = from_this(args);
     Cursor& c = self->scan().cursor();
-    Tuple* t = c.next();
+    Tuple* t = self->owner_->space().next_visible(c, now);
     c.detach();  // before anything can fail: t stays readable until control returns to JavaScript
     return emit_tuple(args, 0, t);
   });

@@ -61,6 +61,15 @@ IterType iter_arg(const Args& args, size_t i) {
   return IterType(v);
 }
 
+// A read's optional `now` (TTL-aware spaces): kNoTtlCheck when absent or undefined.
+double now_arg(const Args& args, size_t i) {
+  double d;
+  if (i >= args.length()) return kNoTtlCheck;
+  if (napi_get_value_double(args.env(), args[i], &d) == napi_ok) return d;  // the TTL get's path: one N-API call
+  if (args.is_undefined(i)) return kNoTtlCheck;
+  return args.number(i, "now");
+}
+
 constexpr const char* kOut5 = "a Float64Array of at least 5 elements";
 
 // createIndex's parts: the two arrays, read element by element (a getter may run here).
@@ -157,15 +166,20 @@ void SpaceObject::register_functions(napi_env env, napi_value exports, AddonData
   check(napi_define_properties(env, exports, 2, exported));
 }
 
-// createSpace(name, maxTupleSize): a new space's handle.
+// createSpace(name, maxTupleSize, ttlField?): a new space's handle; ttlField is 0-based.
 napi_value SpaceObject::create_space(napi_env env, napi_callback_info info) {
   return guard(env, [&]() -> napi_value {
     const Args args(env, info, 0);
     const std::string name = args.string(0, "name");
     const uint32_t max = args.u32(1, "maxTupleSize");
     if (max == 0) throw bad_arg("maxTupleSize", "positive");
+    uint32_t ttl_field = kNoTtlField;
+    if (args.length() > 2 && !args.is_undefined(2)) {
+      ttl_field = args.u32(2, "ttlField");
+      if (ttl_field >= 65535) throw bad_arg("ttlField", "an integer in [0, 65535)");
+    }
     AddonData* data = args.data();
-    auto self = std::make_unique<SpaceObject>(name, max);
+    auto self = std::make_unique<SpaceObject>(name, max, ttl_field);
     napi_value ext;
     data->holders++;
     const napi_status made = napi_create_external(env, self.get(), finalize, data, &ext);
@@ -188,8 +202,8 @@ void SpaceObject::finalize(napi_env env, void* ptr, void* hint) {
   release(data);
 }
 
-SpaceObject::SpaceObject(std::string name, uint32_t max_tuple_size)
-    : space_(std::make_unique<Space>(name, max_tuple_size)), name_(std::move(name)) {}
+SpaceObject::SpaceObject(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno)
+    : space_(std::make_unique<Space>(name, max_tuple_size, ttl_fieldno)), name_(std::move(name)) {}
 
 Space& SpaceObject::space() {
   if (!space_) throw DbError(err::kSpaceDropped, "Space '" + name_ + "' was dropped");
@@ -208,8 +222,8 @@ napi_value SpaceObject::create_index(const Args& args) {
   return number_value(args.env(), s.create_index(name, type, unique, std::move(parts)));
 }
 
-// insert(tuple, replace, start?, end?): start/end, the tuple is that range of the Buffer
-// (msgpackr's reused buffer).
+// insert(tuple, replace, start?, end?, now?): start/end, the tuple is that range of the Buffer
+// (msgpackr's reused buffer); now: a TTL space's clock (an expired duplicate does not block).
 napi_value SpaceObject::insert(const Args& args) {
   Deferred later;
   const uint8_t* data = nullptr;
@@ -226,13 +240,14 @@ napi_value SpaceObject::insert(const Args& args) {
       if (start > end || end > size) throw bad_arg("start/end", "a range inside the tuple Buffer");
     }
   });
+  const double now = later([&] { return now_arg(args, 4); });
   Space& s = space();
   later.rethrow();
-  s.insert(data + start, end - start, replace);
+  s.insert(data + start, end - start, replace, now);
   return nullptr;
 }
 
-// insertMany(tuples)
+// insertMany(tuples, now?)
 napi_value SpaceObject::insert_many(const Args& args) {
   Deferred later;
   const uint8_t* data = nullptr;
@@ -240,21 +255,23 @@ napi_value SpaceObject::insert_many(const Args& args) {
   later([&] {
     if (!args.bytes_if(0, &data, &size)) throw bad_arg("tuples", "a Buffer");
   });
+  const double now = later([&] { return now_arg(args, 1); });
   Space& s = space();
   later.rethrow();
-  return number_value(args.env(), double(s.insert_many(data, size)));
+  return number_value(args.env(), double(s.insert_many(data, size, now)));
 }
 
-// get(index, key, scratch)
+// get(index, key, scratch, now?)
 napi_value SpaceObject::get(const Args& args) {
   Deferred early, later;
   const uint32_t id = early([&] { return args.u32(0, "index"); });
   const KeyArg key = later([&] { return key_arg(args, 1); });
+  const double now = later([&] { return now_arg(args, 3); });
   Space& s = space();
   early.rethrow();
   s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
   later.rethrow();
-  return emit_tuple(args, 2, s.get(id, key.data(), key.size()));
+  return emit_tuple(args, 2, s.get(id, key.data(), key.size(), now));
 }
 
 // delete(key, scratch)
@@ -269,7 +286,7 @@ napi_value SpaceObject::remove(const Args& args) {
   return emit(args, 1, out);
 }
 
-// select(index, key, iterator, limit, offset, scratch)
+// select(index, key, iterator, limit, offset, scratch, now?)
 napi_value SpaceObject::select(const Args& args) {
   Deferred early, later;
   const uint32_t id = early([&] { return args.u32(0, "index"); });
@@ -277,39 +294,42 @@ napi_value SpaceObject::select(const Args& args) {
   const IterType type = later([&] { return iter_arg(args, 2); });
   const uint64_t limit = later([&] { return args.count(3, "limit"); });
   const uint64_t offset = later([&] { return args.count(4, "offset"); });
+  const double now = later([&] { return now_arg(args, 6); });
   Space& s = space();
   early.rethrow();
   s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
   later.rethrow();
   std::string out;
-  s.select(id, key.data(), key.size(), type, limit, offset, &out);
+  s.select(id, key.data(), key.size(), type, limit, offset, &out, now);
   return emit(args, 5, out);
 }
 
-// count(index, key, iterator)
+// count(index, key, iterator, now?)
 napi_value SpaceObject::count(const Args& args) {
   Deferred early, later;
   const uint32_t id = early([&] { return args.u32(0, "index"); });
   const KeyArg key = later([&] { return key_arg(args, 1); });
   const IterType type = later([&] { return iter_arg(args, 2); });
+  const double now = later([&] { return now_arg(args, 3); });
   Space& s = space();
   early.rethrow();
   s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
   later.rethrow();
-  return number_value(args.env(), double(s.count(id, key.data(), key.size(), type)));
+  return number_value(args.env(), double(s.count(id, key.data(), key.size(), type, now)));
 }
 
-// minmax(index, key, max, scratch)
+// minmax(index, key, max, scratch, now?)
 napi_value SpaceObject::minmax(const Args& args) {
   Deferred early, later;
   const uint32_t id = early([&] { return args.u32(0, "index"); });
   const KeyArg key = later([&] { return key_arg(args, 1); });
   const bool max = later([&] { return args.boolean(2, "max"); });
+  const double now = later([&] { return now_arg(args, 4); });
   Space& s = space();
   early.rethrow();
   s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
   later.rethrow();
-  return emit_tuple(args, 3, s.min_max(id, key.data(), key.size(), max));
+  return emit_tuple(args, 3, s.min_max(id, key.data(), key.size(), max, now));
 }
 
 // len(index?)

@@ -41,7 +41,8 @@ class SpaceObject {
   // Defines createSpace() and `space` (the functions, each taking the handle first) on exports.
   static void register_functions(napi_env env, napi_value exports, AddonData* data);
 
-  SpaceObject(std::string name, uint32_t max_tuple_size);
+  // ttl_fieldno: the space's 0-based TTL field, or kNoTtlField (see Space).
+  SpaceObject(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno = kNoTtlField);
 
   Space& space();  // throws ER_SPACE_DROPPED
 

@@ -1,6 +1,11 @@
 // Options of expirationd.start(): checked here, before anything runs, into a Config. Both forms
 // are accepted: an options object, and the capped module's positional
 // (rmIndex, itIndex, field, scanSize, scanTime).
+//
+// On a TTL-aware space (new Space(name, { ttl })), field, unit and now default to the space's
+// declaration; explicit options win. An explicit unit other than the space's takes the wall
+// clock in that unit, not the space's now. An explicit field other than the space's is allowed
+// (the task then expires by another field than the one reads hide by).
 import type { Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
 import { Space, type Index } from '../space/space.js';
@@ -92,24 +97,28 @@ export function configure(space: Space, raw: unknown): Config {
   const it = o.itIndex === undefined ? rm : resolveIndex(space, o.itIndex, 'itIndex');
   if (!rm.unique) throw illegal(`expirationd.start: rmIndex '${rm.name}' must be unique`);
   const isExpired = checkFunction<Config['isExpired']>('expirationd.start', 'isExpired', o.isExpired);
-  if (o.field === undefined && isExpired === undefined) {
+  const ttl = space.ttl;
+  // The space's TTL field by default (not written into the caller's options object).
+  const fieldOption = o.field === undefined && isExpired === undefined ? ttl?.field : o.field;
+  if (fieldOption === undefined && isExpired === undefined) {
     throw illegal('expirationd.start: field (the 1-based TTL field) is required unless isExpired is given');
   }
-  const field = checkCount('expirationd.start', 'field', o.field, 0);
-  if (o.field !== undefined && (field < 1 || field > 65535)) {
+  const field = checkCount('expirationd.start', 'field', fieldOption, 0);
+  if (fieldOption !== undefined && (field < 1 || field > 65535)) {
     throw illegal(`expirationd.start: field must be a 1-based field number, got ${field}`);
   }
   const walksTtlTree = it !== rm && it.type === 'TREE';
   if (walksTtlTree && it.parts[0].field !== field) {
     throw illegal(`expirationd.start: itIndex '${it.name}' is a TREE whose first part is field ${it.parts[0].field}, ` +
-      `not the TTL field ${o.field === undefined ? '(none given)' : field}; walk the TTL index or the rmIndex itself`);
+      `not the TTL field ${fieldOption === undefined ? '(none given)' : field}; walk the TTL index or the rmIndex itself`);
   }
   if (walksTtlTree && (it.parts[0].type === 'string' || it.parts[0].type === 'boolean')) {
     throw illegal(`expirationd.start: the TTL field ${field} of index '${it.name}' must be numeric, not ${it.parts[0].type}`);
   }
   if (o.unit !== undefined && o.unit !== 's' && o.unit !== 'ms') throw illegal(`expirationd.start: unit must be 's' or 'ms'`);
-  const unit = o.unit ?? 's';
+  const unit = o.unit ?? ttl?.unit ?? 's';
   const now = checkFunction<() => number>('expirationd.start', 'now', o.now) ??
+    (ttl !== undefined && ttl.unit === unit ? ttl.now : undefined) ??
     (unit === 's' ? () => Date.now() / 1000 : () => Date.now());
   const pass: Config['pass'] = {};
   for (const cb of ['onFullScanStart', 'onFullScanSuccess', 'onFullScanError', 'onFullScanComplete'] as const) {

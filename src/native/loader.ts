@@ -5,7 +5,8 @@ import * as path from 'node:path';
 import { CappedError } from '../errors.js';
 
 export interface NativeCursor {
-  next(scratch: Buffer): number | Buffer | null;
+  /** now: a TTL space's clock; the tuples expired at now are skipped. */
+  next(scratch: Buffer, now?: number): number | Buffer | null;
   reset(): void;
   /** Puts the cursor back where the last chunk (or scan) started. */
   restore(): void;
@@ -17,13 +18,15 @@ export type NativeResult = number | Buffer | null;
 export interface NativeSpace {
   createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number;
   /** start/end: the tuple is that range of the Buffer (default: all of it). */
-  insert(tuple: Buffer, replace: boolean, start?: number, end?: number): void;
-  insertMany(tuples: Buffer): number;
-  get(index: number, key: NativeKey, scratch: Buffer): NativeResult;
+  /** now (every `now` below): a TTL space's clock, in its unit; absent, no TTL check. */
+  insert(tuple: Buffer, replace: boolean, start?: number, end?: number, now?: number): void;
+  insertMany(tuples: Buffer, now?: number): number;
+  get(index: number, key: NativeKey, scratch: Buffer, now?: number): NativeResult;
   delete(key: NativeKey, scratch: Buffer): NativeResult;
-  select(index: number, key: NativeKey, iterator: number, limit: number, offset: number, scratch: Buffer): number | Buffer;
-  count(index: number, key: NativeKey, iterator: number): number;
-  minmax(index: number, key: NativeKey, max: boolean, scratch: Buffer): NativeResult;
+  select(index: number, key: NativeKey, iterator: number, limit: number, offset: number, scratch: Buffer,
+    now?: number): number | Buffer;
+  count(index: number, key: NativeKey, iterator: number, now?: number): number;
+  minmax(index: number, key: NativeKey, max: boolean, scratch: Buffer, now?: number): NativeResult;
   len(index?: number): number;
   memory(): [number, number];
   truncate(): void;
@@ -55,7 +58,8 @@ type SpaceFunctions = {
 
 interface Addon {
   /** A new space's handle: an External, passed first to each of `space`'s functions. */
-  createSpace(name: string, maxTupleSize: number): unknown;
+  /** ttlField: the 0-based TTL field of a TTL-aware space. */
+  createSpace(name: string, maxTupleSize: number, ttlField?: number): unknown;
   space: SpaceFunctions;
   CursorHandle: new () => NativeCursor;
   setErrorClass(ctor: new (message: string, code: string) => Error): void;
@@ -84,33 +88,35 @@ const memoryOut = new Float64Array(2);
 class SpaceHandle implements NativeSpace {
   readonly #h: unknown;
 
-  constructor(name: string, maxTupleSize: number) {
-    this.#h = native.createSpace(name, maxTupleSize);
+  constructor(name: string, maxTupleSize: number, ttlField?: number) {
+    this.#h = ttlField === undefined ? native.createSpace(name, maxTupleSize) : native.createSpace(name, maxTupleSize, ttlField);
   }
 
   createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number {
     return fns.createIndex(this.#h, name, type, unique, fields, types);
   }
-  insert(tuple: Buffer, replace: boolean, start?: number, end?: number): void {
-    fns.insert(this.#h, tuple, replace, start, end);
+  insert(tuple: Buffer, replace: boolean, start?: number, end?: number, now?: number): void {
+    if (now === undefined) fns.insert(this.#h, tuple, replace, start, end);
+    else fns.insert(this.#h, tuple, replace, start, end, now);
   }
-  insertMany(tuples: Buffer): number {
-    return fns.insertMany(this.#h, tuples);
+  insertMany(tuples: Buffer, now?: number): number {
+    return now === undefined ? fns.insertMany(this.#h, tuples) : fns.insertMany(this.#h, tuples, now);
   }
-  get(index: number, key: NativeKey, scratch: Buffer): NativeResult {
-    return fns.get(this.#h, index, key, scratch);
+  get(index: number, key: NativeKey, scratch: Buffer, now?: number): NativeResult {
+    return now === undefined ? fns.get(this.#h, index, key, scratch) : fns.get(this.#h, index, key, scratch, now);
   }
   delete(key: NativeKey, scratch: Buffer): NativeResult {
     return fns.delete(this.#h, key, scratch);
   }
-  select(index: number, key: NativeKey, iterator: number, limit: number, offset: number, scratch: Buffer): number | Buffer {
-    return fns.select(this.#h, index, key, iterator, limit, offset, scratch);
+  select(index: number, key: NativeKey, iterator: number, limit: number, offset: number, scratch: Buffer,
+    now?: number): number | Buffer {
+    return fns.select(this.#h, index, key, iterator, limit, offset, scratch, now);
   }
-  count(index: number, key: NativeKey, iterator: number): number {
-    return fns.count(this.#h, index, key, iterator);
+  count(index: number, key: NativeKey, iterator: number, now?: number): number {
+    return fns.count(this.#h, index, key, iterator, now);
   }
-  minmax(index: number, key: NativeKey, max: boolean, scratch: Buffer): NativeResult {
-    return fns.minmax(this.#h, index, key, max, scratch);
+  minmax(index: number, key: NativeKey, max: boolean, scratch: Buffer, now?: number): NativeResult {
+    return fns.minmax(this.#h, index, key, max, scratch, now);
   }
   len(index?: number): number {
     return fns.len(this.#h, index);
@@ -162,6 +168,6 @@ class SpaceHandle implements NativeSpace {
   }
 }
 
-export function createSpaceHandle(name: string, maxTupleSize: number): NativeSpace {
-  return new SpaceHandle(name, maxTupleSize);
+export function createSpaceHandle(name: string, maxTupleSize: number, ttlField?: number): NativeSpace {
+  return new SpaceHandle(name, maxTupleSize, ttlField);
 }

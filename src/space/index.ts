@@ -8,6 +8,7 @@ import { TupleIterator } from './iterator.js';
 import type { Space } from './space.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 import { atomicActive, enlist } from './atomic.js';
+import { ttlClock } from './ttl.js';
 
 export interface SelectOptions {
   iterator?: IteratorType;
@@ -24,6 +25,8 @@ export class Index {
   readonly space: Space;
   readonly #h: NativeSpace;
   readonly #stored: ((tuple: Tuple) => void) | undefined;
+  /** A TTL space's clock: every read passes now() and the addon hides expired tuples. */
+  readonly #now: (() => number) | undefined;
 
   /** @internal `stored`: called with the new tuple after an update (the space's insert watchers). */
   constructor(space: Space, handle: NativeSpace, id: number, name: string, type: IndexType, unique: boolean, parts: Part[],
@@ -36,11 +39,19 @@ export class Index {
     this.type = type;
     this.unique = unique;
     this.parts = Object.freeze(parts.map((p) => Object.freeze({ ...p })));
+    this.#now = ttlClock(space);
   }
 
   /** The tuple with this full key, or undefined. Unique indexes only. */
   get(key: Key): Tuple | undefined {
+    if (this.#now !== undefined) return this.#getTtl(key, this.#now);
     return decodeOne(this.#h.get(this.id, packKey(checkKey('get', key)), scratchBuffer()));
+  }
+
+  // now() runs first: it is user code, and may read the space (the scratch Buffer, msgpackr).
+  #getTtl(key: Key, clock: () => number): Tuple | undefined {
+    const now = clock();
+    return decodeOne(this.#h.get(this.id, packKey(checkKey('get', key)), scratchBuffer(), now));
   }
 
   select(key?: Key, options?: SelectOptions): Tuple[] {
@@ -48,32 +59,37 @@ export class Index {
     const iterator = iteratorOf('select', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
     const limit = checkCount('select', 'limit', o.limit, Infinity, true);
     const offset = checkCount('select', 'offset', o.offset, 0, true);
-    return decodeMany(this.#h.select(this.id, packKey(checkKey('select', key)), iterator, limit, offset, scratchBuffer()));
+    const now = this.#now?.();
+    return decodeMany(this.#h.select(this.id, packKey(checkKey('select', key)), iterator, limit, offset, scratchBuffer(), now));
   }
 
   /** A lazy iterator; it stays valid while the space changes between steps. */
   pairs(key?: Key, options?: { iterator?: IteratorType }): IterableIterator<Tuple> {
     const o = checkOptions('pairs', options, ['iterator']);
     const iterator = iteratorOf('pairs', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
-    return new TupleIterator(this.#h.cursor(this.id, packKey(checkKey('pairs', key)), iterator));
+    return new TupleIterator(this.#h.cursor(this.id, packKey(checkKey('pairs', key)), iterator), this.#now);
   }
 
   /** The first tuple (with this key prefix, when given). TREE only. */
   min(key?: Key): Tuple | undefined {
-    return decodeOne(this.#h.minmax(this.id, packKey(checkKey('min', key)), false, scratchBuffer()));
+    const now = this.#now?.();
+    return decodeOne(this.#h.minmax(this.id, packKey(checkKey('min', key)), false, scratchBuffer(), now));
   }
 
   /** The last tuple (with this key prefix, when given). TREE only. */
   max(key?: Key): Tuple | undefined {
-    return decodeOne(this.#h.minmax(this.id, packKey(checkKey('max', key)), true, scratchBuffer()));
+    const now = this.#now?.();
+    return decodeOne(this.#h.minmax(this.id, packKey(checkKey('max', key)), true, scratchBuffer(), now));
   }
 
   count(key?: Key, options?: { iterator?: IteratorType }): number {
     const o = checkOptions('count', options, ['iterator']);
     const iterator = iteratorOf('count', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
-    return this.#h.count(this.id, packKey(checkKey('count', key)), iterator);
+    const now = this.#now?.();
+    return this.#h.count(this.id, packKey(checkKey('count', key)), iterator, now);
   }
 
+  /** Entries stored, expired ones included (a TTL space's count() walks instead). */
   len(): number {
     return this.#h.len(this.id);
   }

@@ -5,14 +5,23 @@ import { decodeOne, scratchBuffer, type Tuple } from '../native/codec.js';
 
 export class TupleIterator implements IterableIterator<Tuple> {
   private cursor: NativeCursor | undefined;
+  /** A TTL space's clock: read at every step, so no tuple that expired meanwhile is returned. */
+  private readonly now: (() => number) | undefined;
 
-  constructor(cursor: NativeCursor) {
+  constructor(cursor: NativeCursor, now?: () => number) {
     this.cursor = cursor;
+    this.now = now;
   }
 
   next(): IteratorResult<Tuple> {
     if (this.cursor === undefined) return { done: true, value: undefined };
-    const tuple = decodeOne(this.cursor.next(scratchBuffer()));
+    let tuple: Tuple | undefined;
+    if (this.now === undefined) tuple = decodeOne(this.cursor.next(scratchBuffer()));
+    else {
+      const now = this.now();  // user code: before the scratch Buffer is taken
+      if (this.cursor === undefined) return { done: true, value: undefined };
+      tuple = decodeOne(this.cursor.next(scratchBuffer(), now));
+    }
     if (tuple === undefined) {
       this.cursor = undefined;
       return { done: true, value: undefined };

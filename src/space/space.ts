@@ -15,10 +15,12 @@ import { checkKey, checkParts, type IndexType, type IteratorType } from './args.
 import { Index, type SelectOptions } from './index.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 import { atomicActive, enlist, runAtomic } from './atomic.js';
+import { checkTtl, setTtlClock, ttlClock, type TtlDeclaration, type TtlOptions } from './ttl.js';
 
 export type { FieldType, IndexType, IteratorType, Part } from './args.js';
 export { Index, type SelectOptions } from './index.js';
 export type { UpdateOp, UpdateOperator } from './update.js';
+export type { TtlDeclaration, TtlOptions, TtlUnit } from './ttl.js';
 
 export interface IndexOptions {
   type?: IndexType;
@@ -28,6 +30,8 @@ export interface IndexOptions {
 
 export interface SpaceOptions {
   maxTupleSize?: number;
+  /** TTL-aware reads: tuples whose TTL field is <= now are hidden from get/select/pairs/count/min/max. */
+  ttl?: TtlOptions;
 }
 
 export interface MemoryUsage {
@@ -97,13 +101,26 @@ export class Space {
     };
   }
   private isDropped = false;
+  #ttl: TtlDeclaration | undefined;
+  #now: (() => number) | undefined;
 
   constructor(name: string, options?: SpaceOptions) {
     this.name = checkName('new Space()', name);
-    const o = checkOptions('new Space()', options, ['maxTupleSize']);
+    const o = checkOptions('new Space()', options, ['maxTupleSize', 'ttl']);
     const max = checkCount('new Space()', 'maxTupleSize', o.maxTupleSize, 1024 * 1024);
     if (max < 1 || max > 0xffffffff) throw illegal(`new Space(): maxTupleSize must be in [1, 2^32), got ${max}`);
-    this.#h = createSpaceHandle(name, max);
+    const ttl = checkTtl('new Space()', o.ttl);
+    this.#h = createSpaceHandle(name, max, ttl === undefined ? undefined : ttl.field - 1);
+    if (ttl !== undefined) {
+      this.#ttl = ttl;
+      setTtlClock(this, name, ttl);
+      this.#now = ttlClock(this);
+    }
+  }
+
+  /** The TTL declaration (frozen), or undefined when reads do not hide expired tuples. */
+  get ttl(): TtlDeclaration | undefined {
+    return this.#ttl;
   }
 
   get dropped(): boolean {
@@ -143,9 +160,21 @@ export class Space {
   }
 
   insert(tuple: Tuple): Tuple {
+    if (this.#now !== undefined) return this.#insertTtl(tuple);
     const b = packRange(checkTuple('insert', tuple));
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, false, b.start, b.end);
+    if (this.#watch !== undefined) this.#watch(tuple);
+    return tuple;
+  }
+
+  // A TTL space's insert: a stored tuple with the same primary key whose TTL is <= now does not
+  // block it (it is replaced, in the same native statement). now() runs before packing.
+  #insertTtl(tuple: Tuple): Tuple {
+    const now = (this.#now as () => number)();
+    const b = packRange(checkTuple('insert', tuple));
+    if (atomicActive) enlist(this, this.#h);
+    this.#h.insert(b, false, b.start, b.end, now);
     if (this.#watch !== undefined) this.#watch(tuple);
     return tuple;
   }
@@ -163,7 +192,8 @@ export class Space {
     if (!Array.isArray(tuples)) throw new CappedError('insertMany: expects an array of tuples', 'ER_TUPLE_FORMAT');
     tuples.forEach((t, i) => checkTuple(`insertMany: tuple #${i}`, t));
     if (atomicActive) enlist(this, this.#h);
-    const count = this.#h.insertMany(pack(tuples));
+    const now = this.#now?.();
+    const count = this.#h.insertMany(pack(tuples), now);
     if (this.#watch !== undefined) for (const tuple of tuples) this.#watch(tuple);
     return count;
   }
@@ -199,7 +229,7 @@ export class Space {
   }
 
   /** Deletes by primary key; returns the deleted tuple, or undefined. */
-  delete(key: Key): Tuple | undefined {
+  delete(key: Key): Tuple | undefined {  // a TTL space's expired tuple too: delete sees what is stored
     if (atomicActive) enlist(this, this.#h);
     return decodeOne(this.#h.delete(packKey(checkKey('delete', key)), scratchBuffer()));
   }
