@@ -149,14 +149,14 @@ class Space {
   void insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t pk_prepared);
   std::vector<Tuple*> all_tuples() const;
   void free_large_tuples();
+  // The outermost transaction ended: clears the undo log and lets the indexes release their
+  // undo reserves.
+  void end_transaction() noexcept;
   void insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared);
   // Replaces old by nw in every index (either may be null). prepared[i], for i < n, is
   // Index::prepare() of indexes_[i] for the tuple this leaves in it: nw when given, else old.
   void apply(Tuple* old, Tuple* nw, const uint64_t* prepared = nullptr, size_t n = 0);
   void require_primary() const;
-  // The outermost transaction ended: clears the undo log and lets the indexes release their
-  // undo reserves.
-  void end_transaction() noexcept;
   void free_tuple(Tuple* t) { arena_.free(t); }
 
   std::string name_;
