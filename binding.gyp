@@ -16,7 +16,8 @@
         "native/engine/update.cc",
         "native/napi/addon.cc",
         "native/napi/cursor_object.cc",
-        "native/napi/space_object.cc"
+        "native/napi/space_object.cc",
+        "native/napi/testing.cc"
       ],
       "include_dirs": ["native/engine"],
       "defines": ["NAPI_VERSION=9"],

@@ -79,6 +79,18 @@ class Index {
   virtual void replace(Tuple* old, Tuple* nw, uint64_t prepared) = 0;
   void replace(Tuple* old, Tuple* nw) { replace(old, nw, prepare((nw != nullptr ? nw : old)->data())); }
 
+  // Undo support: rollback never allocates (see space.h).
+  // reserve_undo(k, inserting): runs before a change; afterwards k re-inserts by restore() (and
+  // the change itself, an insert when `inserting`) cannot fail. Throws std::bad_alloc with the
+  // index unchanged.
+  virtual void reserve_undo(size_t k, bool inserting) = 0;
+  // Puts `old` back where `cur` is (either may be null): the inverse of replace(old, cur).
+  // REQUIRES: cur is stored here (or null); replace(old, cur) was the last change to this index
+  // not yet undone; reserve_undo() covered it. Never allocates, never throws.
+  virtual void restore(Tuple* cur, Tuple* old) noexcept = 0;
+  // A transaction is open (hold) or ended (release): an index keeps what rollback may need.
+  virtual void hold_for_undo(bool hold) = 0;
+
   virtual void clear() = 0;
   // Called after a rollback undid changes here (cursors may need to re-find their place).
   virtual void rolled_back() = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "alloc/fault.h"
 #include "errors.h"
 #include "index/registry.h"
 #include "msgpack.h"
@@ -48,6 +49,7 @@ uint32_t Space::create_index(const std::string& name, const std::string& kind, b
   const uint32_t id = uint32_t(indexes_.size());
   std::vector<KeyPart> pk_parts;
   if (!indexes_.empty()) pk_parts = indexes_[0]->key_def().parts();
+  fault::point();
   std::unique_ptr<Index> idx = index_kind.create(IndexSpec{id, name, unique, std::move(parts), std::move(pk_parts)});
   if (depth_ > 0)
     throw DbError(err::kTransaction, "createIndex() cannot run inside a transaction");
@@ -56,6 +58,7 @@ uint32_t Space::create_index(const std::string& name, const std::string& kind, b
     for (Tuple* t : tuples) idx->key_def().check_tuple(t->data());
     idx->build(tuples, name_);
   }
+  fault::point();
   indexes_.reserve(indexes_.size() + 1);
   indexes_.push_back(std::move(idx));
   return id;
@@ -111,6 +114,7 @@ void Space::insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared, double no
                    "Duplicate key exists in unique index '" + idx.name() + "' in space '" + name_ + "'");
   };
   if (old != nullptr && !replace && !hides(old, now)) throw duplicate(pk);
+  if (prepared_.size() < indexes_.size()) fault::point();
   prepared_.resize(indexes_.size());
   prepared_[0] = pk_prepared;
   for (size_t i = 1; i < indexes_.size(); i++) {
@@ -124,7 +128,16 @@ void Space::insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared, double no
 }
 
 void Space::apply(Tuple* old, Tuple* nw, const uint64_t* prepared, size_t n) {
-  if (depth_ > 0 && undo_.size() == undo_.capacity()) undo_.reserve(std::max<size_t>(64, undo_.capacity() * 2));
+  // Everything the change and its undo need is reserved first (see "Rollback never allocates").
+  if (depth_ > 0 && undo_.size() == undo_.capacity()) {
+    fault::point();
+    undo_.reserve(std::max<size_t>(64, undo_.capacity() * 2));
+  }
+  // Re-inserts a rollback (or the catch below) may make: every open entry that removed a tuple,
+  // plus this one. A delete outside a transaction cannot fail part-way: it only erases.
+  const size_t reinserts = reinserts_ + (old != nullptr && (depth_ > 0 || nw != nullptr) ? 1 : 0);
+  if (reinserts > 0)
+    for (auto& idx : indexes_) idx->reserve_undo(reinserts, nw != nullptr);
   size_t done = 0;
   try {
     for (; done < indexes_.size(); done++) {
@@ -133,16 +146,21 @@ void Space::apply(Tuple* old, Tuple* nw, const uint64_t* prepared, size_t n) {
       else idx.replace(old, nw);
     }
   } catch (...) {
-    while (done-- > 0) indexes_[done]->replace(nw, old);
+    while (done-- > 0) indexes_[done]->restore(nw, old);
     throw;
   }
-  if (depth_ > 0) undo_.push_back(UndoEntry{old, nw});
-  else if (old != nullptr) free_tuple(old);
+  if (depth_ > 0) {
+    undo_.push_back(UndoEntry{old, nw});
+    if (old != nullptr) reinserts_++;
+  } else if (old != nullptr) {
+    free_tuple(old);
+  }
 }
 
 size_t Space::insert_many(const uint8_t* caller_data, size_t size, double now) {
   require_primary();
   // Validate and insert from a private copy: the caller's bytes may be shared with another thread.
+  fault::point();
   const std::unique_ptr<uint8_t[]> copy(new uint8_t[size == 0 ? 1 : size]);
   if (size > 0) std::memcpy(copy.get(), caller_data, size);
   const uint8_t* data = copy.get();
@@ -160,6 +178,7 @@ size_t Space::insert_many(const uint8_t* caller_data, size_t size, double now) {
     uint64_t prepared;
   };
   std::vector<Span> spans;
+  fault::point();
   spans.reserve(std::min<size_t>(count, size));
   std::unique_ptr<DbError> invalid;
   uint32_t i = 0;
@@ -212,6 +231,7 @@ bool Space::remove(const uint8_t* key, size_t size, std::string* out) {
                                           std::to_string(parts));
   Tuple* t = pk.get(first);
   if (t == nullptr) return false;
+  fault::point();
   out->append(reinterpret_cast<const char*>(t->data()), t->size);
   apply(t, nullptr);
   return true;
@@ -275,6 +295,7 @@ size_t Space::count(uint32_t index_id, const uint8_t* key, size_t size, IterType
 
 std::vector<Tuple*> Space::all_tuples() const {
   std::vector<Tuple*> tuples;
+  fault::point();
   tuples.reserve(len());
   if (!indexes_.empty()) indexes_[0]->each([&](Tuple* t) { tuples.push_back(t); });
   return tuples;
@@ -307,8 +328,16 @@ void Space::truncate() {
 }
 
 size_t Space::begin() {
-  depth_++;
+  if (depth_++ == 0)
+    for (auto& idx : indexes_) idx->hold_for_undo(true);
   return undo_.size();
+}
+
+void Space::end_transaction() noexcept {
+  undo_.clear();
+  reinserts_ = 0;
+  if (undo_.capacity() > 4096) std::vector<UndoEntry>().swap(undo_);  // frees, never allocates
+  for (auto& idx : indexes_) idx->hold_for_undo(false);
 }
 
 void Space::commit(size_t savepoint) {
@@ -317,26 +346,24 @@ void Space::commit(size_t savepoint) {
   if (--depth_ > 0) return;
   for (const UndoEntry& e : undo_)
     if (e.old != nullptr) free_tuple(e.old);
-  undo_.clear();
-  if (undo_.capacity() > 4096) undo_.shrink_to_fit();
+  end_transaction();
 }
 
 void Space::rollback(size_t savepoint) {
   if (depth_ == 0 || savepoint > undo_.size())
     throw DbError(err::kTransaction, "rollback() without a matching begin()");
   const bool undone = undo_.size() > savepoint;
+  // Never allocates: every index reserved what its restore() needs before each change.
   while (undo_.size() > savepoint) {
     const UndoEntry e = undo_.back();
-    for (size_t i = indexes_.size(); i-- > 0;) indexes_[i]->replace(e.nw, e.old);
+    for (size_t i = indexes_.size(); i-- > 0;) indexes_[i]->restore(e.nw, e.old);
     if (e.nw != nullptr) free_tuple(e.nw);
+    if (e.old != nullptr) reinserts_--;
     undo_.pop_back();
   }
   if (undone)
     for (auto& idx : indexes_) idx->rolled_back();
-  if (--depth_ == 0) {
-    undo_.clear();
-    if (undo_.capacity() > 4096) undo_.shrink_to_fit();
-  }
+  if (--depth_ == 0) end_transaction();
 }
 
 uint32_t Space::check_key(const Index& index, const uint8_t* key, size_t size, const uint8_t** first) const {

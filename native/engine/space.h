@@ -28,6 +28,25 @@
 // expired as absent and replaces it, in the one statement. With kNoTtlCheck every read is the
 // plain one.
 //
+// Rollback never allocates (Tarantool's rule): rollback(), and the catch in apply() that puts
+// back the indexes a failed statement already changed, must not fail, or the undo log would be
+// left half-applied. So every allocation an undo step could make is made before the change it
+// undoes, where a failure still changes nothing:
+//   - the undo log's capacity is reserved before the change is applied;
+//   - each index's reserve_undo(k) runs before the change, k being the re-inserts a rollback of
+//     everything open could make (the open entries that removed a tuple, plus this one): a B+tree
+//     keeps that many inserts' worth of free nodes in its pool and does not release the pool while
+//     a transaction is open (bound and memory cost: btree.h); a hash table keeps k slots of room
+//     under its load limit so its re-inserts never grow it (hash_table.h);
+//   - undo goes through Index::restore(), which erases before it re-inserts, swaps equal keys in
+//     place, and takes only what was reserved;
+//   - freeing (tuples, nodes) never allocates, and the undo log shrinks by swapping in an empty
+//     vector, not by shrink_to_fit().
+// A statement outside a transaction that only deletes reserves nothing: its erases cannot fail.
+// Memory: while a transaction is open, per tuple it removed, each TREE index holds up to
+// (height + 4) free 512-byte nodes and each HASH index one slot of room (8 bytes). Allocation
+// failures are injected by alloc/fault.h for the tests.
+//
 // Not thread-safe: one JavaScript thread uses a space.
 #pragma once
 
@@ -167,6 +186,9 @@ class Space {
   void insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t pk_prepared, double now = kNoTtlCheck);
   std::vector<Tuple*> all_tuples() const;
   void free_large_tuples();
+  // The outermost transaction ended: clears the undo log and lets the indexes release their
+  // undo reserves.
+  void end_transaction() noexcept;
   void insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared, double now = kNoTtlCheck);
   // Replaces old by nw in every index (either may be null). prepared[i], for i < n, is
   // Index::prepare() of indexes_[i] for the tuple this leaves in it: nw when given, else old.
@@ -186,6 +208,7 @@ class Space {
   std::vector<UndoEntry> undo_;
   std::vector<uint64_t> prepared_;  // insert_tuple's per-index prepare() values
   uint32_t depth_ = 0;
+  size_t reinserts_ = 0;  // open undo entries with an old tuple: re-inserts a rollback makes
 };
 
 }  // namespace ce

@@ -7,6 +7,7 @@
 #include "cursor_object.h"
 #include "safe.h"
 #include "space_object.h"
+#include "testing.h"
 
 namespace ce {
 namespace {
@@ -47,6 +48,7 @@ napi_value init(napi_env env, napi_value exports) {
   return guard(env, [&]() -> napi_value {
     SpaceObject::register_functions(env, exports, data);
     CursorObject::register_class(env, exports, data);
+    register_testing(env, exports, data);
     const napi_property_descriptor hook = method("setErrorClass", set_error_class, data);
     check(napi_define_properties(env, exports, 1, &hook));
     return exports;

@@ -63,6 +63,15 @@ interface Addon {
   space: SpaceFunctions;
   CursorHandle: new () => NativeCursor;
   setErrorClass(ctor: new (message: string, code: string) => Error): void;
+  /** Test hooks (native/napi/testing.cc); the library never calls them. */
+  testing: {
+    /** n >= 0: the (n + 1)th engine allocation from now on (this thread) throws, then it disarms; n < 0 disarms. */
+    failAllocationAfter(n: number): void;
+    /** Engine allocations since failAllocationAfter(), while armed (the failing one included). */
+    allocationsSince(): number;
+    /** Disarms; whether the armed failure happened. */
+    disarmAllocationFailure(): boolean;
+  };
 }
 
 function load(): Addon {

@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "alloc/fault.h"
+
 #if defined(__linux__) && !defined(CE_TUPLE_MALLOC)
 #include <sys/mman.h>
 #define CE_BIG_MMAP 1
@@ -34,6 +36,7 @@ inline size_t big_size(size_t bytes) {
 
 // Returns `bytes` zeroed bytes; throws std::bad_alloc.
 inline void* big_calloc(size_t bytes) {
+  fault::point();
 #ifdef CE_BIG_MMAP
   if (bytes >= kHugePage) {
     const size_t len = big_size(bytes);

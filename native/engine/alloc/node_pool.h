@@ -14,6 +14,11 @@
 // Built with CE_TUPLE_MALLOC (the sanitizer build and the native stress test), every block is
 // its own operator new allocation, so AddressSanitizer sees each node and injected allocation
 // failures reach every node allocation.
+//
+// reserve(n) makes the next n take() calls infallible: in the pool build by carving chunks until
+// the free list plus the rest of the current chunk hold n blocks, in the CE_TUPLE_MALLOC build by
+// allocating n spare blocks ahead. The B+tree uses it so that a rollback never allocates (see
+// btree.h). Every allocation passes fault::point() (alloc/fault.h).
 #pragma once
 
 #include <algorithm>
@@ -23,6 +28,7 @@
 #include <vector>
 
 #include "alloc/big_alloc.h"
+#include "alloc/fault.h"
 
 namespace ce {
 
@@ -39,6 +45,12 @@ class NodePool {
   // A block of kBlock bytes; throws std::bad_alloc.
   void* take() {
 #ifdef CE_TUPLE_MALLOC
+    if (!spare_.empty()) {
+      void* p = spare_.back();
+      spare_.pop_back();
+      return p;
+    }
+    fault::point();
     void* p = ::operator new(kBlock);
     reserved_ += kBlock;
     return p;
@@ -46,6 +58,7 @@ class NodePool {
     if (free_ != nullptr) {
       FreeBlock* b = free_;
       free_ = b->next;
+      free_count_--;
       return b;
     }
     if (next_ == end_) grow();
@@ -64,15 +77,60 @@ class NodePool {
     FreeBlock* b = static_cast<FreeBlock*>(p);
     b->next = free_;
     free_ = b;
+    free_count_++;
+#endif
+  }
+
+  // How many take() calls can run without allocating.
+  size_t available() const {
+#ifdef CE_TUPLE_MALLOC
+    return spare_.size();
+#else
+    return free_count_ + size_t(end_ - next_) / kBlock;
+#endif
+  }
+
+  // Makes available() >= n. Throws std::bad_alloc; the blocks reserved before the failure stay
+  // reserved (they are free blocks, nothing depends on them yet).
+  void reserve(size_t n) {
+#ifdef CE_TUPLE_MALLOC
+    if (spare_.size() >= n) return;
+    fault::point();
+    spare_.reserve(n);
+    while (spare_.size() < n) {
+      fault::point();
+      spare_.push_back(::operator new(kBlock));
+      reserved_ += kBlock;
+    }
+#else
+    while (available() < n) {
+      while (next_ != end_) {  // keep the rest of the current chunk: grow() starts a new one
+        give(next_);
+        next_ += kBlock;
+      }
+      grow();
+    }
+#endif
+  }
+
+  // Frees the spare blocks of the CE_TUPLE_MALLOC build (the pool build keeps its free blocks).
+  void release_spares() {
+#ifdef CE_TUPLE_MALLOC
+    for (void* p : spare_) ::operator delete(p);
+    reserved_ -= spare_.size() * kBlock;
+    spare_.clear();
+    spare_.shrink_to_fit();
 #endif
   }
 
   // Frees every chunk: every block taken is gone. In the CE_TUPLE_MALLOC build the owner must
   // have given every block back first.
   void reset() {
+    release_spares();
     for (const Chunk& c : chunks_) free_chunk(c);
     chunks_.clear();
     free_ = nullptr;
+    free_count_ = 0;
     next_ = end_ = nullptr;
 #ifndef CE_TUPLE_MALLOC
     reserved_ = 0;
@@ -93,7 +151,9 @@ class NodePool {
 
   void grow() {
     const size_t bytes = chunks_.empty() ? kFirstChunk : std::min(kHugePage, chunks_.back().bytes * 2);
+    fault::point();
     chunks_.reserve(chunks_.size() + 1);
+    if (bytes < kHugePage) fault::point();  // big_calloc has its own
     void* p = bytes >= kHugePage ? big_calloc(bytes) : ::operator new(bytes);
     chunks_.push_back(Chunk{p, bytes});
     next_ = static_cast<uint8_t*>(p);
@@ -107,6 +167,10 @@ class NodePool {
 
   std::vector<Chunk> chunks_;
   FreeBlock* free_ = nullptr;
+  size_t free_count_ = 0;
+#ifdef CE_TUPLE_MALLOC
+  std::vector<void*> spare_;  // reserve()'s blocks
+#endif
   uint8_t* next_ = nullptr;
   uint8_t* end_ = nullptr;
   size_t reserved_ = 0;

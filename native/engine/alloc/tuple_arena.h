@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "alloc/big_alloc.h"
+#include "alloc/fault.h"
 #include "tuple.h"
 
 namespace ce {
@@ -55,6 +56,7 @@ class TupleArena {
     const size_t bytes = footprint(size);
     Tuple* t;
     if (kAlwaysMalloc || bytes > kMaxSmall) {
+      fault::point();
       t = static_cast<Tuple*>(std::malloc(bytes));
       if (t == nullptr) throw std::bad_alloc();
       large_bytes_ += bytes;
@@ -126,6 +128,7 @@ class TupleArena {
 
   uint8_t* new_slab() {
     if (chunk_next_ == chunk_end_ && slabs_.size() >= kSmallSlabs) {
+      fault::point();
       chunks_.reserve(chunks_.size() + 1);
       chunk_next_ = static_cast<uint8_t*>(big_calloc(kChunkSize));
       chunk_end_ = chunk_next_ + kChunkSize;
@@ -136,7 +139,9 @@ class TupleArena {
       chunk_next_ += kSlabSize;
       return slab;
     }
+    fault::point();
     slabs_.reserve(slabs_.size() + 1);
+    fault::point();
     void* slab = std::malloc(kSlabSize);
     if (slab == nullptr) throw std::bad_alloc();
     slabs_.push_back(slab);

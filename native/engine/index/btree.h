@@ -52,6 +52,30 @@
 // Nodes are 512-byte blocks of a NodePool (node_pool.h): a free list over chunks backed by huge
 // pages, not malloc. memory() counts live nodes; freed ones wait in the pool for later inserts
 // until the tree is emptied or cleared, which releases the pool.
+//
+// Rollback never allocates. A transaction's rollback re-inserts what it erased (space.h), so the
+// tree keeps, while a transaction is open, enough free nodes in its pool for every re-insert the
+// rollback could make: reserve_undo(k, inserting) runs before each change (and throws
+// std::bad_alloc with nothing changed), hold() keeps the pool from being released when the tree
+// empties, and release_hold() ends that. An in-place swap of two equal elements
+// (replace_equal) changes no structure and never allocates.
+// The bound. One insert into a tree of height h allocates at most h + 2 nodes: one per level of
+// its path (h + 1) when every one of them splits, plus a new root. Erases never allocate, and a
+// node an undo step frees goes back to the held pool for the next step. A rollback of k
+// re-inserts therefore takes at most k * (H + 2) nodes, H the greatest height during it. The
+// height when the rollback starts is at most h + 1, h the height at the last reserve_undo (the
+// change after it may split the root once). A rollback raises it again only by a root split,
+// which needs a full root: we assume a rollback adds at most one more level (H <= h + 2), which
+// holds unless the new root, created with 2 entries, gains kInnerCap - 2 more entries during the
+// same rollback, each from a split of a full node below it, each of those from splits further
+// down; so reserve_undo keeps k * (h + 4) nodes. It is also never more than the most nodes a
+// valid tree of size() + k elements and h + 3 levels can have, minus the live ones (the element
+// count during a rollback is at most size() + k: each state it passes through is one the
+// transaction had, and the transaction's later changes erased at most k of its elements).
+// Memory: a reserved node is a free 512-byte block of the pool, so an open transaction holds up
+// to (h + 4) * 512 bytes per tuple it removed from this tree (3.5 KiB at 1M tuples, h = 3), less
+// when the tree is small; the pool build keeps them on the free list for later inserts, the
+// CE_TUPLE_MALLOC build frees them when the transaction ends.
 #pragma once
 
 #include <algorithm>
@@ -122,6 +146,46 @@ class BTree {
     return true;
   }
 
+  // Swaps the stored element equal to `old` for `nw` in place. REQUIRES: old is stored and
+  // cmp().compare(old, nw) == 0. Never allocates; invalidates every iterator.
+  void replace_equal(const Elem& old, const Elem& nw) {
+    Path path;
+    auto below = below_elem(old);
+    Leaf* leaf = descend(below, &path, false);
+    const uint32_t pos = search(leaf->items, leaf->count, below);
+    leaf->items[pos] = nw;
+    if (pos + 1 == leaf->count) refresh_up(path, height_, nw);
+    ++version_;
+  }
+
+  // See the header comment: makes sure the pool holds the nodes that k re-inserts by a later
+  // rollback need, plus what the coming change takes (an insert when `inserting`). Throws
+  // std::bad_alloc with the tree unchanged.
+  void reserve_undo(size_t k, bool inserting) {
+    if (k == 0) return;
+    const size_t h = height_;
+    size_t need = k * (h + 4);
+    if (need / (h + 4) != k) need = SIZE_MAX;
+    // The most nodes a valid tree of n elements and h + 3 levels can have.
+    const size_t n = size_ + k;
+    size_t level = n <= 2 ? n : (n - 2) / kLeafMin + 2, most = level;
+    for (size_t d = 0; d < h + 2; ++d) {
+      level = level <= 2 ? level : (level - 2) / kInnerMin + 2;
+      most += level;
+    }
+    const size_t live = memory_ / kNodeBytes;
+    need = std::min(need, most > live ? most - live : 0);
+    if (inserting) need += h + 2;
+    if (pool_.available() < need) pool_.reserve(need);
+  }
+  // While held, an emptied tree keeps its pool (a rollback may re-insert).
+  void hold() { held_ = true; }
+  void release_hold() {
+    held_ = false;
+    if (!root_) pool_.reset();
+    else pool_.release_spares();
+  }
+
   // Returns false when no equal element is stored. Never allocates. Invalidates every iterator
   // except erase_successor().
   bool erase(const Elem& e) {
@@ -137,7 +201,7 @@ class BTree {
     ++version_;
     if (height_ == 0 && leaf->count == 0) {
       release(leaf);
-      pool_.reset();  // the last node: hand the pool's chunks back too
+      if (!held_) pool_.reset();  // the last node: hand the pool's chunks back too
       root_ = head_ = tail_ = nullptr;
       successor_ = Iterator{};
     } else if (height_ == 0 || leaf->count >= kLeafMin) {
@@ -225,6 +289,7 @@ class BTree {
     }
     const size_t leaves = per_level[0];
     std::vector<Node*> nodes;
+    fault::point();
     nodes.reserve(total);
     try {
       while (nodes.size() < leaves) nodes.push_back(new_leaf());
@@ -790,6 +855,7 @@ class BTree {
   size_t size_ = 0;
   size_t memory_ = 0;
   uint64_t version_ = 0;
+  bool held_ = false;
   Iterator successor_{};
 };
 

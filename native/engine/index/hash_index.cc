@@ -36,6 +36,16 @@ void HashIndex::replace(Tuple* old, Tuple* nw, uint64_t prepared) {
   }
 }
 
+void HashIndex::restore(Tuple* cur, Tuple* old) noexcept {
+  // The inverse of replace(old, cur): erase first, then a re-insert that never grows the table.
+  if (cur && old && key_def().compare(cur->data(), old->data()) == 0) {
+    table_.replace_same(cur, old);  // old was stored before: its pointer fits the tag
+    return;
+  }
+  if (cur) table_.erase(cur);
+  if (old) table_.insert_no_grow(old);
+}
+
 void HashIndex::build(const std::vector<Tuple*>& tuples, const std::string& space_name) {
   try {
     for (Tuple* t : tuples) {

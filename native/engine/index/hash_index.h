@@ -45,6 +45,11 @@ class HashIndex final : public Index {
   Tuple* find_dup(const Tuple* t, uint64_t prepared) const override { return table_.find_hashed(t->data(), prepared); }
   Tuple* get(const uint8_t* key) const override { return table_.find_key(key); }
   void replace(Tuple* old, Tuple* nw, uint64_t prepared) override;
+  void reserve_undo(size_t k, bool inserting) override { table_.reserve_undo(k, inserting); }
+  void restore(Tuple* cur, Tuple* old) noexcept override;
+  void hold_for_undo(bool hold) override {
+    if (!hold) table_.end_undo();
+  }
   void clear() override { table_.clear(); }
   void rolled_back() override { table_.invalidate_positions(); }
   void build(const std::vector<Tuple*>& tuples, const std::string& space_name) override;

@@ -75,13 +75,37 @@ class HashTable {
   void insert_hashed(Tuple* t, uint64_t h) {
     const uint64_t p = reinterpret_cast<uintptr_t>(t);
     if (p >> kTagShift) throw std::bad_alloc();  // a pointer beyond 48 bits cannot be tagged
-    if ((size_ + tombstones_ + 1) * 5 > cap_ * 4) rehash((size_ + 1) * 15 / 8 + 16);
+    if ((size_ + tombstones_ + undo_room_ + 1) * 5 > cap_ * 4) rehash((size_ + undo_room_ + 1) * 15 / 8 + 16);
+    place(t, h);
+  }
+
+  // Rollback never allocates (space.h). The undo of k erases re-inserts k tuples through
+  // insert_no_grow(); each takes at most one empty slot or tombstone. reserve_undo(k) grows the
+  // table now, if need be, so that size + tombstones + k (+ 1 for a coming insert) stays within
+  // the 80% load, and insert_hashed() keeps that room for as long as it is set, so a probe always
+  // meets an empty slot. The room is k slots (8 bytes each) while a transaction is open.
+  // Throws std::bad_alloc with nothing changed.
+  void reserve_undo(size_t k, bool inserting) {
+    const size_t extra = inserting ? 1 : 0;
+    if ((size_ + tombstones_ + k + extra) * 5 > cap_ * 4) rehash((size_ + k + extra) * 15 / 8 + 16);
+    undo_room_ = k;
+  }
+  void end_undo() { undo_room_ = 0; }
+  // An insert that never grows the table. REQUIRES: reserve_undo() covered it; t's pointer was
+  // stored before (it fits the tag).
+  void insert_no_grow(Tuple* t) { place(t, hash_of(t->data())); }
+
+ private:
+  void place(Tuple* t, uint64_t h) {
+    const uint64_t p = reinterpret_cast<uintptr_t>(t);
     size_t i = home(h);
     while (slots_[i] > kDeleted) i = next(i);
     if (slots_[i] == kDeleted) tombstones_--;
     slots_[i] = tag(h) | p;
     size_++;
   }
+
+ public:
 
   // Swaps a stored tuple for another with the same key, in place. REQUIRES: old is stored.
   void replace_same(const Tuple* old, Tuple* nw) {
@@ -198,6 +222,7 @@ class HashTable {
   size_t cap_ = 0;
   size_t size_ = 0;
   size_t tombstones_ = 0;
+  size_t undo_room_ = 0;  // slots kept free for a rollback's re-inserts (reserve_undo)
   uint64_t generation_ = 0;
 };
 

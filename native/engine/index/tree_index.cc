@@ -53,15 +53,8 @@ void TreeIndex::replace(Tuple* old, Tuple* nw, uint64_t prepared) {
   if (old && nw) {
     const TreeElem eo = elem(old), en{nw, prepared};
     if (eo.hint == en.hint && cmp_def().compare(old->data(), nw->data()) == 0) {
-      // Same position in the order: erase cannot fail and insert reuses the freed room, but
-      // a rebalancing erase could still force a split, so insert first when that is possible.
-      tree_.erase(eo);
-      try {
-        tree_.insert(en);
-      } catch (...) {
-        tree_.insert(eo);
-        throw;
-      }
+      // Same position in the order: swap the element in place (no allocation, no structure).
+      tree_.replace_equal(eo, en);
       last_erased_ = nullptr;
       return;
     }
@@ -77,6 +70,22 @@ void TreeIndex::replace(Tuple* old, Tuple* nw, uint64_t prepared) {
   last_erase_version_ = tree_.version();
 }
 
+void TreeIndex::restore(Tuple* cur, Tuple* old) noexcept {
+  // The inverse of replace(old, cur). The erase comes first (it frees, never allocates); the
+  // insert takes its nodes from what reserve_undo() kept in the pool, so it cannot throw.
+  if (cur && old) {
+    const TreeElem ec = elem(cur), eo = elem(old);
+    if (ec.hint == eo.hint && cmp_def().compare(cur->data(), old->data()) == 0) {
+      tree_.replace_equal(ec, eo);
+      last_erased_ = nullptr;
+      return;
+    }
+  }
+  if (cur) tree_.erase(elem(cur));
+  if (old) tree_.insert(elem(old));
+  last_erased_ = nullptr;
+}
+
 void TreeIndex::clear() {
   tree_.clear();
   last_erased_ = nullptr;
@@ -84,6 +93,7 @@ void TreeIndex::clear() {
 
 void TreeIndex::build(const std::vector<Tuple*>& tuples, const std::string& space_name) {
   std::vector<TreeElem> elems;
+  fault::point();
   elems.reserve(tuples.size());
   for (Tuple* t : tuples) elems.push_back(elem(t));
   const TreeCmp cmp{&cmp_def()};

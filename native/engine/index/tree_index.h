@@ -57,6 +57,12 @@ class TreeIndex final : public Index {
   Tuple* find_dup(const Tuple* t, uint64_t prepared) const override;
   Tuple* get(const uint8_t* key) const override;
   void replace(Tuple* old, Tuple* nw, uint64_t prepared) override;
+  void reserve_undo(size_t k, bool inserting) override { tree_.reserve_undo(k, inserting); }
+  void restore(Tuple* cur, Tuple* old) noexcept override;
+  void hold_for_undo(bool hold) override {
+    if (hold) tree_.hold();
+    else tree_.release_hold();
+  }
   void clear() override;
   void rolled_back() override {}  // every change already bumped the tree's version
   void build(const std::vector<Tuple*>& tuples, const std::string& space_name) override;
