@@ -45,6 +45,12 @@ export const CPU_WINDOW_MS = 1000;
  */
 export const cpuClock = { now: (): number => performance.now() };
 
+/**
+ * @internal Benchmarks only (bench/expiry.ts): when set, called after each chunk's synchronous
+ * part with its duration in ms. Unset, a chunk pays one property check.
+ */
+export const chunkObserver: { onChunk: ((ms: number) => void) | undefined } = { onChunk: undefined };
+
 /** Seconds to wait after a chunk that did not end a pass (the formula). */
 export function chunkDelay(config: Config): number {
   const { scanSize, scanTime, iterationDelay, it } = config;

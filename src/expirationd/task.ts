@@ -32,7 +32,7 @@ import { handleOf, onDrop, onInsert, type Space } from '../space/space.js';
 import { ignoreRejection, isThenable, keyOf } from './chunk.js';
 import type { Config, PassCallback } from './options.js';
 import { tasks } from './registry.js';
-import { burstSize, BURST_MS, chunkDelay, cpuClock, CPU_WINDOW_MS, CpuWindow, Scheduler } from './scheduler.js';
+import { burstSize, BURST_MS, chunkDelay, chunkObserver, cpuClock, CPU_WINDOW_MS, CpuWindow, Scheduler } from './scheduler.js';
 import { earlyBreak } from './strategies/early-break.js';
 import { fullScan } from './strategies/full-scan.js';
 import { predicate } from './strategies/predicate.js';
@@ -302,6 +302,7 @@ export class Task extends EventEmitter {
     this.#counters.chunks++;
     this.#counters.workingTime += Number(process.hrtime.bigint() - started) / 1e9;
     const cpuEnded = cpuClock.now();
+    if (chunkObserver.onChunk !== undefined) chunkObserver.onChunk(cpuEnded - cpuStarted);
     this.#cpu.add(cpuEnded, cpuEnded - cpuStarted);
     this.#burst++;
     this.#burstCpu += cpuEnded - cpuStarted;
