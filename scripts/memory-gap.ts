@@ -1,6 +1,7 @@
 // Where does a loaded space's RSS go beyond space.memory()? (issue 13)
 //
 //   npx tsx scripts/memory-gap.ts [N] [--repeats R]
+//   MODES=insertMany:10000,insert NODE_ARGS='--max-semi-space-size=1' npx tsx scripts/memory-gap.ts
 //
 // Loads N records [id, 'user<id>@tarantool.io', exp] (the bench's shape: HASH primary on field 1,
 // non-unique TREE on field 3) in a fresh child process with --expose-gc, once per loading mode,
@@ -100,11 +101,13 @@ function main(): void {
   const n = Number(args.find((a) => /^\d+$/.test(a)) ?? 1_000_000);
   const ri = args.indexOf('--repeats');
   const repeats = ri >= 0 ? Number(args[ri + 1]) : 3;
+  // NODE_ARGS='--max-semi-space-size=1' shows how much of the gap is V8's young generation.
+  const nodeArgs = (process.env.NODE_ARGS ?? '').split(' ').filter(Boolean);
   const modes = (process.env.MODES ?? 'insertMany:10000,insertMany:1000,insertMany:100000,insert').split(',');
   const rows: Record<string, Array<Record<string, number>>> = {};
   for (let r = 0; r < repeats; r++) {
     for (const mode of modes) {
-      const res = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--child', String(n), mode],
+      const res = spawnSync(process.execPath, [...nodeArgs, '--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--child', String(n), mode],
         { encoding: 'utf8', maxBuffer: 1 << 20 });
       if (res.status !== 0) throw new Error(`child ${mode} failed: ${res.stderr}`);
       const d = JSON.parse(res.stdout.trim().split('\n').pop()!);
@@ -119,7 +122,7 @@ function main(): void {
     }
   }
   const cols = ['rss', 'memory', 'tuples', 'indexes', 'gap', 'heapUsed', 'heapSlack', 'external', 'mallocUsed', 'mallocFree', 'mallocMmapped', 'anonHuge', 'rssTrimmed'];
-  console.log(`N = ${n}, ${repeats} interleaved repeats; bytes per record, median (min-max) of RSS-type columns, growth from before the load to after it, after a full GC`);
+  console.log(`N = ${n}, ${repeats} interleaved repeats; bytes per record (median of the repeats), growth from before the load to after it, after a full GC`);
   console.log(['mode'.padEnd(18), ...cols.map((c) => c.padStart(13))].join(''));
   for (const mode of modes) {
     const cells = cols.map((c) => {
