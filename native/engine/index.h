@@ -58,6 +58,9 @@ class Index {
   // "TREE", "HASH": the name the kind was registered under.
   virtual const char* kind() const = 0;
   virtual size_t size() const = 0;
+  // Every byte the index holds natively, used or not: a TREE's whole node pool (live nodes, freed
+  // nodes awaiting reuse, the rest of the last chunk), a HASH's whole table (its capacity, in
+  // whole 2 MiB pages once it is huge-page backed).
   virtual size_t memory() const = 0;
 
   // See the header comment. REQUIRES: `data` is a tuple's MessagePack that passed

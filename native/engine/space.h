@@ -153,6 +153,12 @@ class Space {
   size_t len() const;
   // Removes every tuple (inside a transaction, statement by statement, so it can be rolled back).
   void truncate();
+  // What the space holds natively (memory() in JavaScript). tuple_memory(): the arena's whole
+  // slabs and 2 MiB chunks, free space in them included, plus tuples too large for a slab.
+  // index_memory(): every index's memory() (Index::memory) plus the undo log's capacity. Not
+  // counted: allocator overhead outside these blocks (malloc headers, memory glibc keeps after a
+  // free), a scratch word per index, and insertMany()'s copy of its batch and its list of tuple
+  // spans, which live only during the call.
   size_t tuple_memory() const { return arena_.memory(); }
   size_t index_memory() const;
 

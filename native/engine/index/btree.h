@@ -51,7 +51,7 @@
 //
 // Nodes are 512-byte blocks of a NodePool (node_pool.h): a free list over chunks backed by huge
 // pages, not malloc. memory() counts live nodes; freed ones wait in the pool for later inserts
-// until the tree is emptied or cleared, which releases the pool.
+// until the tree is emptied or cleared, which releases the pool. reserved() counts the pool.
 //
 // Rollback never allocates. A transaction's rollback re-inserts what it erased (space.h), so the
 // tree keeps, while a transaction is open, enough free nodes in its pool for every re-insert the
@@ -116,6 +116,8 @@ class BTree {
   const Cmp& cmp() const { return cmp_; }
   size_t size() const { return size_; }
   size_t memory() const { return memory_; }
+  // Every byte the node pool holds: live nodes, freed nodes and the unused rest of its last chunk.
+  size_t reserved() const { return pool_.reserved(); }
   uint64_t version() const { return version_; }
 
   // Returns false (and changes nothing) when an equal element is stored. Throws std::bad_alloc

@@ -51,7 +51,7 @@ class TreeIndex final : public Index {
 
   const char* kind() const override { return "TREE"; }
   size_t size() const override { return tree_.size(); }
-  size_t memory() const override { return tree_.memory(); }
+  size_t memory() const override { return tree_.reserved(); }
   uint64_t prepare(const uint8_t* data) const override { return cmp_def().hint(data); }
   void prefetch(const uint8_t*) const override {}
   Tuple* find_dup(const Tuple* t, uint64_t prepared) const override;
