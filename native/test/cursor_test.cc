@@ -98,7 +98,7 @@ void growth_walks(uint32_t seed) {
     size_t steps = 0;
   };
   std::vector<Walk> walks;
-  size_t finished = 0, migrating_steps = 0, failures = 0;
+  size_t finished = 0, migrating_steps = 0, failures = 0, undisturbed = 0;
   uint64_t epochs_seen = table.epoch();
   // An open transaction: the set before it, the ids removed inside it.
   bool in_txn = false;
@@ -186,6 +186,18 @@ void growth_walks(uint32_t seed) {
       }
     }
     epochs_seen = std::max(epochs_seen, table.epoch());
+    if (table.migrating() && r.below(50) == 0) {  // an undisturbed walk returns each tuple once
+      auto c = test::cursor(*s, 0, IterType::kAll);
+      size_t count = 0;
+      std::set<uint64_t> once;
+      while (Tuple* t = c->next()) {
+        once.insert(test::id_of(t));
+        count++;
+      }
+      expect(count == present.size() && once == present, "HASH growth: a walk during a migration returned ", count,
+             " tuples for ", present.size());
+      undisturbed++;
+    }
     if (iter % 3000 == 2999) {
       test::expect_sound(*s, "HASH growth");
       expect(test::ids(*s) == present, "HASH growth: contents differ from the model");
@@ -202,7 +214,7 @@ void growth_walks(uint32_t seed) {
   }
   test::expect_sound(*s, "HASH growth");
   expect(test::ids(*s) == present, "HASH growth: final contents differ from the model");
-  expect(epochs_seen >= 10 && migrating_steps > 1000 && failures > 0 && finished >= 8,
+  expect(epochs_seen >= 10 && migrating_steps > 1000 && failures > 0 && finished >= 8 && undisturbed > 0,
          "HASH growth: too little growth exercised (epochs ", epochs_seen, ", migrating steps ", migrating_steps,
          ", failures ", failures, ", walks ", finished, ")");
 }

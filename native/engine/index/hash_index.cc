@@ -210,13 +210,24 @@ Tuple* HashCursor::step() {
 }
 
 // The next tuple in slots [w.slot, limit) of the current (or old) table, or nullptr; tracks
-// w.cs on the way.
+// w.cs on the way (in the main pass).
 Tuple* HashCursor::walk(HashWalker& w, bool old, size_t limit) {
   while (w.slot < limit) {
     if (w.slot + kHashAhead < limit)
       cursor_detail::prefetch_tuple(old ? table_.old_slot(w.slot + kHashAhead) : table_.slot(w.slot + kHashAhead));
     const size_t i = w.slot++;
-    if (Tuple* t = old ? table_.old_slot(i) : table_.slot(i)) return t;
+    if (Tuple* t = old ? table_.old_slot(i) : table_.slot(i)) {
+      // Tuples that wrapped around the end (home after their slot) all lie before the first
+      // empty slot. A walker that will sweep them at the end skips them before its first empty
+      // slot, and the sweep returns only them: one whose home is at or before its slot there
+      // was returned by the main pass or came after it. So an undisturbed walk returns each once.
+      if (w.limit == SIZE_MAX) {
+        if (w.cs == 0 && w.wrap_pending && (old ? table_.old_home_of(t) : table_.home_of(t)) > i) continue;
+        return t;
+      }
+      if ((old ? table_.old_home_of(t) : table_.home_of(t)) > i) return t;
+      continue;
+    }
     if ((old ? table_.old_is_empty(i) : table_.is_empty(i)) && w.limit == SIZE_MAX) w.cs = i + 1;
   }
   return nullptr;

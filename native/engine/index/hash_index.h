@@ -11,7 +11,8 @@
 // never cross an empty slot, so every tuple a walker has not reached has its home at or after
 // the slot that follows the last empty slot it passed (cs, "cluster start"), except tuples that
 // wrapped around the table's end, which a walker that did not start at slot 0 sweeps at the end
-// (the slots before the first empty one). While the table migrates, the cursor runs two
+// (the slots before the first empty one, returning only the tuples there whose home is after
+// their slot, so that a walk undisturbed by writes returns each tuple once). While the table migrates, the cursor runs two
 // walkers: one over the old table (skipping to migrated() when the migration overtakes it) and
 // one over the new table, which never goes past the slot where the old walker's cs lands in the
 // new table: a tuple the old walker has not returned lands in the new table at or after that

@@ -175,6 +175,10 @@ class HashTable {
     return i;
   }
 
+  // The home slot of a stored tuple in the current table, and in the old one while migrating.
+  size_t home_of(const Tuple* t) const { return home(cur_, hash_of(t->data())); }
+  size_t old_home_of(const Tuple* t) const { return home(old_, hash_of(t->data())); }
+
   // The old table while migrating (0 slots otherwise).
   size_t old_slot_count() const { return old_.cap; }
   // REQUIRES: i < old_slot_count().
