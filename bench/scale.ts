@@ -11,7 +11,7 @@
 // --quick loads 2M entries. The table shows the issue's goals beside our figures.
 import { spawnSync } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 
 type Result = {
   name: string;
@@ -154,7 +154,7 @@ function main(): void {
   const n = flag('entries', quick ? 2_000_000 : 10_000_000);
   const mixSeconds = flag('mix-seconds', 10);
   const rate = flag('rate', 100_000);
-  const self = fileURLToPath(import.meta.url);
+  const self = resolve(process.argv[1]);
   const results: Result[] = [];
   console.log(`bench:scale: ${(n / 1e6).toFixed(1)}M entries, one insert at a time; then ${mixSeconds} s of a get/set/expire mix at ${rate} ops/s`);
   for (const name of CONTENDERS) {
