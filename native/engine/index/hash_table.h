@@ -18,7 +18,8 @@
 // moves the next kMigrateStep slots of the old table, in slot order from 0, into the new one
 // (so it reads at most kMigrateStep old slots and hashes at most kMigrateStep tuples). Lookups,
 // erases and replace_same consult the new table, then the old. When the last old slot has been
-// moved, the old array is freed. The new table is sized so that the migration always ends
+// moved, the old array is freed. (A table of at most kRehashAtOnce slots is moved at once,
+// within the insert that grows it.) The new table is sized so that the migration always ends
 // before the new table reaches 80%: it holds at most the old live tuples plus one tuple per
 // insert, and there are at most old_capacity / kMigrateStep inserts in a migration.
 //
@@ -66,6 +67,9 @@ class HashTable {
   // Old slots an insert moves while migrating. The new table has room for the old live tuples
   // plus old_capacity / kMigrateStep inserts (see grow()).
   static constexpr size_t kMigrateStep = 8;
+  // A table of at most this many slots is rehashed within the insert that grows it (at most
+  // 1,639 tuples hashed, well under a millisecond); larger ones migrate step by step.
+  static constexpr size_t kRehashAtOnce = 2048;
 
   explicit HashTable(const KeyDef* def) : def_(def) {}
   HashTable(const HashTable&) = delete;
@@ -291,9 +295,10 @@ class HashTable {
   // and is at least 1.875x the live count (53% load). Throws std::bad_alloc with nothing changed.
   void grow() {
     const size_t live = cur_.live;
+    const bool at_once = cur_.cap <= kRehashAtOnce;
     size_t new_cap = (live + 1) * 15 / 8 + 16;
     const size_t need = (live + cur_.cap / kMigrateStep + 2) * 5 / 4 + 16;
-    if (new_cap < need) new_cap = need;
+    if (!at_once && new_cap < need) new_cap = need;
     const size_t bytes = new_cap * sizeof(uint64_t);
     if (g_hash_alloc_hook) g_hash_alloc_hook(bytes);
     uint64_t* slots = static_cast<uint64_t*>(big_calloc(bytes));
@@ -307,6 +312,7 @@ class HashTable {
       return;
     }
     while (wrap_end_ < old_.cap && old_.slots[wrap_end_] != kEmpty) wrap_end_++;
+    if (at_once) while (migrating()) migrate_step();  // a small table: one bounded rehash
   }
 
   // Moves old slots [migrated_, migrated_ + kMigrateStep) into the new table.
