@@ -39,17 +39,87 @@ Tuple* find_key(const HashTable& h, uint64_t id) {
   return h.find_key(reinterpret_cast<const uint8_t*>(k.data()));
 }
 
-// Every slot position of every stored tuple.
+// Every slot position of every stored tuple (old-table slots are offset by 2^40).
 std::map<const Tuple*, size_t> positions(const HashTable& h) {
   std::map<const Tuple*, size_t> at;
   for (size_t i = 0; i < h.slot_count(); i++)
     if (Tuple* t = h.slot(i)) at[t] = i;
+  for (size_t i = 0; i < h.old_slot_count(); i++)
+    if (Tuple* t = h.old_slot(i)) at[t] = (size_t(1) << 40) + i;
   return at;
+}
+
+size_t g_allocations = 0;
+
+// Growth in bounded steps: 300,000 inserts with erases among them. No insert moves more than
+// kMigrateStep old slots, no growth begins while one is under way (the new table always has room
+// for the whole migration), no allocation happens but where a growth begins, the load stays at
+// or under 80%, and a failed allocation where a growth begins changes nothing.
+void growth_steps(uint32_t seed) {
+  const KeyDef kd("pk", {KeyPart{0, FieldType::kUnsigned}});
+  HashTable h(&kd);
+  Store store;
+  std::map<uint64_t, Tuple*> model;
+  test::Rng r(seed);
+  ce::g_hash_alloc_hook = [](size_t) { g_allocations++; };
+  size_t growths = 0, failures = 0;
+  for (uint64_t id = 0; id < 300000; id++) {
+    const uint64_t key = id * 2654435761u % 1000000007u;
+    Tuple* t = store.make(key, id);
+    const bool was_migrating = h.migrating();
+    const size_t migrated = h.migrated(), allocations = g_allocations;
+    const uint64_t epoch = h.epoch();
+    if (!was_migrating && h.full() && r.below(2) == 0) {
+      const auto before = positions(h);
+      const size_t cap = h.slot_count();
+      ce::g_hash_alloc_hook = [](size_t) { throw std::bad_alloc(); };
+      bool threw = false;
+      try {
+        h.insert(t);
+      } catch (const std::bad_alloc&) {
+        threw = true;
+      }
+      ce::g_hash_alloc_hook = [](size_t) { g_allocations++; };
+      if (threw) {
+        failures++;
+        expect(h.epoch() == epoch && h.slot_count() == cap && !h.migrating() && h.size() == model.size() &&
+                   positions(h) == before,
+               "a failed growth changed the table");
+      } else {
+        expect(false, "full() but no growth began");
+      }
+    }
+    h.insert(t);
+    model[key] = t;
+    if (was_migrating) {
+      expect(h.epoch() == epoch, "a growth began during a migration at insert ", id);
+      expect(g_allocations == allocations, "an allocation during a migration");
+      if (h.migrating()) expect(h.migrated() - migrated <= HashTable::kMigrateStep, "a step moved too many slots");
+    } else if (h.epoch() != epoch) {
+      growths++;
+      expect(g_allocations == allocations + 1, "a growth without exactly one allocation");
+    }
+    expect(h.size() * 5 <= h.slot_count() * 4, "load over 80%");
+    if (r.below(4) == 0) {  // erase a random earlier one
+      auto it = model.lower_bound(r.below(1000000007u));
+      if (it == model.end()) it = model.begin();
+      expect(h.erase(it->second), "erase failed during growth");
+      model.erase(it);
+    }
+    if (id % 20011 == 0) {
+      for (const auto& [k, v] : model) expect(find_key(h, k) == v, "find_key(", k, ") wrong during growth");
+      expect(positions(h).size() == model.size(), "slot walk count during growth");
+    }
+  }
+  ce::g_hash_alloc_hook = nullptr;
+  for (const auto& [k, v] : model) expect(find_key(h, k) == v, "find_key(", k, ") wrong after growth");
+  expect(growths >= 10 && failures > 0, "too little growth exercised: ", growths, " growths, ", failures, " failures");
 }
 
 }  // namespace
 
 int main() {
+  growth_steps(uint32_t(test::g_seed));
   const KeyDef kd("pk", {KeyPart{0, FieldType::kUnsigned}});
   HashTable h(&kd);
   Store store;
@@ -58,6 +128,7 @@ int main() {
 
   expect(find_key(h, 1) == nullptr && h.size() == 0 && h.slot_count() == 0, "empty table");
   uint64_t generation = h.generation();
+  uint64_t epoch = h.epoch();
   size_t max_capacity_at_steady = 0;
   for (int step = 0; step < 40000; step++) {
     const uint64_t id = r.below(step < 15000 ? 4000 : 1500);
@@ -86,17 +157,20 @@ int main() {
       Tuple* other = store.make(id, 0);
       expect(!h.erase(other), "erase of an unstored tuple succeeded");
     }
-    // Positions: unchanged unless the table was rehashed, and the generation says which.
-    const bool rehashed = h.generation() != generation;
-    if (h.slot_count() != capacity) expect(rehashed, "the capacity changed without a new generation");
+    // Positions: unchanged unless a growth began (a new epoch) or the migration moved the
+    // tuple from the old table into the new one.
+    const bool rehashed = h.generation() != generation || h.epoch() != epoch;
+    if (h.slot_count() != capacity) expect(rehashed, "the capacity changed without a new epoch");
     if (track && !rehashed) {
       const auto after = positions(h);
       for (const auto& [t, pos] : after) {
         auto b = before.find(t);
-        if (b != before.end()) expect(b->second == pos, "a tuple moved without a rehash at step ", step);
+        if (b != before.end() && !(b->second >= (size_t(1) << 40) && pos < (size_t(1) << 40)))
+          expect(b->second == pos, "a tuple moved without a rehash at step ", step);
       }
     }
     generation = h.generation();
+    epoch = h.epoch();
     expect(h.size() == model.size(), "size ", h.size(), " != model ", model.size());
     if (step >= 25000) max_capacity_at_steady = std::max(max_capacity_at_steady, h.slot_count());
     if (step % 499 == 0) {

@@ -63,6 +63,8 @@ void HashIndex::build(const std::vector<Tuple*>& tuples, const std::string& spac
 void HashIndex::for_each(void (*fn)(Tuple*, void*), void* ctx) const {
   for (size_t i = 0; i < table_.slot_count(); i++)
     if (Tuple* t = table_.slot(i)) fn(t, ctx);
+  for (size_t i = 0; i < table_.old_slot_count(); i++)
+    if (Tuple* t = table_.old_slot(i)) fn(t, ctx);
 }
 
 void HashIndex::check_iterator(IterType type, uint32_t parts) const {
@@ -81,12 +83,15 @@ std::unique_ptr<Cursor> HashIndex::make_cursor(IterType type, std::string key, u
 
 std::string HashIndex::check(const Index& primary) const {
   size_t seen = 0;
-  for (size_t i = 0; i < table_.slot_count(); i++) {
-    Tuple* t = table_.slot(i);
-    if (t == nullptr) continue;
-    seen++;
-    if (find_dup(t) != t) return "index '" + name() + "': a tuple is not found by its own key";
-    if (primary.find_dup(t) != t) return "index '" + name() + "' holds a tuple the primary does not";
+  for (int which = 0; which < 2; which++) {
+    const size_t n = which == 0 ? table_.slot_count() : table_.old_slot_count();
+    for (size_t i = 0; i < n; i++) {
+      Tuple* t = which == 0 ? table_.slot(i) : table_.old_slot(i);
+      if (t == nullptr) continue;
+      seen++;
+      if (find_dup(t) != t) return "index '" + name() + "': a tuple is not found by its own key";
+      if (primary.find_dup(t) != t) return "index '" + name() + "' holds a tuple the primary does not";
+    }
   }
   if (seen != size()) return "index '" + name() + "': slot walk found " + std::to_string(seen);
   return "";
@@ -100,10 +105,10 @@ uint32_t HashCursor::next_batch(Tuple** out, uint32_t n) {
   Tuple* t = n > 0 ? next() : nullptr;
   if (t == nullptr) return 0;
   out[k++] = t;
-  if (type_ == IterType::kAll) {
-    const size_t limit = std::min(table_.slot_count(), s_.slot_limit);
+  if (type_ == IterType::kAll && !s_.lockstep) {
+    const size_t limit = std::min(table_.slot_count(), s_.cur.limit);
     while (k < n) {
-      Tuple* s = slot_step(limit);
+      Tuple* s = walk(s_.cur, false, limit);
       if (s == nullptr) break;
       out[k++] = s;
     }
@@ -112,6 +117,57 @@ uint32_t HashCursor::next_batch(Tuple** out, uint32_t n) {
   while (k < n && (t = next()) != nullptr) out[k++] = t;  // the rest, and every other walk
   s_.last = out[k - 1];
   return k;
+}
+
+namespace {
+
+// Slot `slot` of a table of capacity `from` scaled to one of capacity `to` (same fraction).
+size_t scale(size_t slot, size_t from, size_t to) {
+  return from == 0 ? 0 : size_t((static_cast<unsigned __int128>(slot) * to) / from);
+}
+
+}  // namespace
+
+// Starts over at the fraction cur's cs stands for, in the table(s) there are now, sweeping the
+// wrapped slots at the end. Every unvisited tuple's hash fraction is at least that one: cur
+// never passes the old walker's bound while both run.
+void HashCursor::resume() {
+  const size_t cs = s_.cur.cs, cap = s_.cap;
+  s_.generation = table_.generation();
+  s_.epoch = table_.epoch();
+  s_.cap = table_.slot_count();
+  s_.cur = HashWalker{};
+  s_.cur.slot = s_.cur.cs = scale(cs, cap, s_.cap);
+  s_.cur.wrap_pending = s_.cur.slot > 0 || table_.migrating();
+  s_.lockstep = table_.migrating();
+  if (s_.lockstep) {
+    s_.old_cap = table_.old_slot_count();
+    s_.old = HashWalker{};
+    s_.old.slot = s_.old.cs = scale(cs, cap, s_.old_cap);
+    s_.old.wrap_pending = true;
+  }
+}
+
+// Brings the walk state up to date with the table's growth.
+void HashCursor::sync() {
+  const bool same_positions = table_.generation() == s_.generation;
+  if (same_positions && table_.epoch() == s_.epoch) {
+    if (s_.lockstep && !table_.migrating()) s_.lockstep = false;  // the migration ended
+    return;
+  }
+  if (same_positions && table_.epoch() == s_.epoch + 1 && table_.migrating()) {
+    // A migration began (any earlier one has ended): the table cur walked is now the old one.
+    s_.epoch++;
+    s_.old = s_.cur;
+    s_.old_cap = table_.old_slot_count();
+    s_.cap = table_.slot_count();
+    s_.cur = HashWalker{};
+    s_.cur.slot = s_.cur.cs = scale(s_.old.cs, s_.old_cap, s_.cap);
+    s_.cur.wrap_pending = true;
+    s_.lockstep = true;
+    return;
+  }
+  resume();
 }
 
 Tuple* HashCursor::step() {
@@ -123,35 +179,66 @@ Tuple* HashCursor::step() {
   if (!s_.started) {
     s_.started = true;
     s_.generation = table_.generation();
-    s_.slot = s_.cluster_start = 0;
-    s_.walk_capacity = table_.slot_count();
-  } else if (table_.generation() != s_.generation) {
-    s_.generation = table_.generation();
-    const size_t cap = table_.slot_count();
-    s_.slot = s_.walk_capacity == 0
-                  ? 0
-                  : size_t((static_cast<unsigned __int128>(s_.cluster_start) * cap) / s_.walk_capacity);
-    s_.cluster_start = s_.slot;
-    s_.walk_capacity = cap;
-    s_.slot_limit = SIZE_MAX;
-    s_.wrap_pending = s_.slot > 0;
+    s_.epoch = table_.epoch();
+    s_.cap = table_.slot_count();
+    s_.lockstep = table_.migrating();
+    if (s_.lockstep) {
+      s_.old_cap = table_.old_slot_count();
+      s_.cur.wrap_pending = true;  // migrated tuples may wrap around the new table's end
+    }
+  } else {
+    sync();
   }
   for (;;) {
-    if (Tuple* t = slot_step(std::min(table_.slot_count(), s_.slot_limit))) return t;
-    if (!s_.wrap_pending) return nullptr;
-    s_.wrap_pending = false;
-    s_.slot_limit = table_.first_empty();
-    s_.slot = 0;
+    if (s_.lockstep && !s_.old.done) {
+      HashWalker& o = s_.old;
+      if (o.slot < table_.migrated()) {  // the migration overtook the old walker
+        o.slot = table_.migrated();
+        if (o.limit == SIZE_MAX) o.cs = std::max(o.cs, table_.migrated_cluster_start());
+      }
+      const size_t bound = std::min(scale(o.cs, s_.old_cap, s_.cap), s_.cap);
+      if (s_.cur.slot < bound) {
+        if (Tuple* t = walk(s_.cur, false, bound)) return t;
+        continue;
+      }
+      if (Tuple* t = walk(o, true, std::min(s_.old_cap, o.limit))) return t;
+      if (o.wrap_pending) {
+        o.wrap_pending = false;
+        o.limit = table_.wrap_end();
+        o.slot = 0;
+      } else {
+        o.done = true;
+      }
+      continue;
+    }
+    if (Tuple* t = walk(s_.cur, false, std::min(table_.slot_count(), s_.cur.limit))) return t;
+    if (!s_.cur.wrap_pending) return nullptr;
+    s_.cur.wrap_pending = false;
+    s_.cur.limit = table_.first_empty();
+    s_.cur.slot = 0;
   }
 }
 
-// The next tuple in slots [slot, limit), or nullptr; tracks cluster_start on the way.
-Tuple* HashCursor::slot_step(size_t limit) {
-  while (s_.slot < limit) {
-    if (s_.slot + kHashAhead < limit) cursor_detail::prefetch_tuple(table_.slot(s_.slot + kHashAhead));
-    const size_t i = s_.slot++;
-    if (Tuple* t = table_.slot(i)) return t;
-    if (table_.is_empty(i) && s_.slot_limit == SIZE_MAX) s_.cluster_start = i + 1;
+// The next tuple in slots [w.slot, limit) of the current (or old) table, or nullptr; tracks
+// w.cs on the way (in the main pass).
+Tuple* HashCursor::walk(HashWalker& w, bool old, size_t limit) {
+  while (w.slot < limit) {
+    if (w.slot + kHashAhead < limit)
+      cursor_detail::prefetch_tuple(old ? table_.old_slot(w.slot + kHashAhead) : table_.slot(w.slot + kHashAhead));
+    const size_t i = w.slot++;
+    if (Tuple* t = old ? table_.old_slot(i) : table_.slot(i)) {
+      // Tuples that wrapped around the end (home after their slot) all lie before the first
+      // empty slot. A walker that will sweep them at the end skips them before its first empty
+      // slot, and the sweep returns only them: one whose home is at or before its slot there
+      // was returned by the main pass or came after it. So an undisturbed walk returns each once.
+      if (w.limit == SIZE_MAX) {
+        if (w.cs == 0 && w.wrap_pending && (old ? table_.old_home_of(t) : table_.home_of(t)) > i) continue;
+        return t;
+      }
+      if ((old ? table_.old_home_of(t) : table_.home_of(t)) > i) return t;
+      continue;
+    }
+    if ((old ? table_.old_is_empty(i) : table_.is_empty(i)) && w.limit == SIZE_MAX) w.cs = i + 1;
   }
   return nullptr;
 }

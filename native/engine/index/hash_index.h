@@ -6,13 +6,22 @@
 //
 // Costs: find, get, replace O(1) expected; build O(n); see hash_table.h.
 //
-// HashCursor walks slots by position; tuples never move between rehashes. Every tuple the walk
-// has not reached has its home slot at or after the slot that follows the last empty slot it
-// passed (probe chains never cross an empty slot), and home slots grow with the hash (home =
-// hash * capacity / 2^64). So after a rehash (generation() changed) it resumes at the same
-// fraction of the new table, and at the end of the table it also sweeps the slots before the
-// first empty one (tuples that wrapped around): a tuple that lives through a whole walk is
-// returned at least once, possibly twice, never skipped, and the walk still ends.
+// HashCursor walks slots by position; tuples never move within a table (hash_table.h). Home
+// slots grow with the hash in every table (home = hash * capacity / 2^64), and probe chains
+// never cross an empty slot, so every tuple a walker has not reached has its home at or after
+// the slot that follows the last empty slot it passed (cs, "cluster start"), except tuples that
+// wrapped around the table's end, which a walker that did not start at slot 0 sweeps at the end
+// (the slots before the first empty one, returning only the tuples there whose home is after
+// their slot, so that a walk undisturbed by writes returns each tuple once). While the table migrates, the cursor runs two
+// walkers: one over the old table (skipping to migrated() when the migration overtakes it) and
+// one over the new table, which never goes past the slot where the old walker's cs lands in the
+// new table: a tuple the old walker has not returned lands in the new table at or after that
+// slot, or wraps around to its start (swept at the end). So growth never makes the cursor skip a
+// tuple. When the migration ends, the new-table walker goes on alone. After a clear() or a
+// rollback (generation() changed), or when the cursor missed a whole migration, it resumes at
+// the same fraction of the current table(s) and sweeps the wrapped slots at the end. A tuple
+// that lives through a whole walk is returned at least once, possibly twice, never skipped, and
+// the walk still ends: each walker only moves forward over a table whose size is fixed.
 #pragma once
 
 #include <cstdint>
@@ -65,13 +74,23 @@ class HashIndex final : public Index {
   HashTable table_;
 };
 
-struct HashWalkState : WalkState {
+// A slot-order walk over one table.
+struct HashWalker {
   size_t slot = 0;
+  size_t limit = SIZE_MAX;    // where the walk stops (the wrapped sweep's end)
+  size_t cs = 0;              // every unvisited tuple's home is at or after this slot
+  bool wrap_pending = false;  // sweep the wrapped slots at the end
+  bool done = false;
+};
+
+struct HashWalkState : WalkState {
+  HashWalker cur;               // over the current (new, while migrating) table
+  HashWalker old;               // over the old table while lockstep
+  size_t cap = 0;               // the capacity cur refers to
+  size_t old_cap = 0;           // the capacity old refers to
+  bool lockstep = false;        // walking the migration of epoch
   uint64_t generation = 0;
-  size_t slot_limit = SIZE_MAX;  // where the walk stops (the wrapped sweep's end)
-  bool wrap_pending = false;     // resumed after a rehash: sweep the wrapped slots at the end
-  size_t cluster_start = 0;      // every unvisited tuple's home is at or after this slot
-  size_t walk_capacity = 0;      // the capacity cluster_start refers to
+  uint64_t epoch = 0;
 };
 
 class HashCursor final : public CursorImpl<HashCursor, HashWalkState> {
@@ -82,7 +101,9 @@ class HashCursor final : public CursorImpl<HashCursor, HashWalkState> {
   Tuple* step();
 
  private:
-  Tuple* slot_step(size_t limit);
+  void sync();
+  void resume();
+  Tuple* walk(HashWalker& w, bool old, size_t limit);
 
   const HashTable& table_;
 };

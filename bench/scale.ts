@@ -1,0 +1,211 @@
+// bench/scale.ts: ten million entries without a stall? Loads N entries [id, 'user<id>@tarantool.io',
+// exp] one insert at a time into this project (HASH primary + TTL TREE), a JavaScript Map,
+// lru-cache and @isaacs/ttlcache, each in a fresh child process, and reports per contender:
+// load ns per entry, bytes per entry (RSS growth after GC), the longest single insert, inserts
+// over 1 ms and over 5 ms (each insert timed with process.hrtime.bigint()), and then, with the
+// data loaded, the longest event-loop pause (perf_hooks monitorEventLoopDelay) during a fixed-rate
+// get/set/expire mix.
+//
+//   npm run bench:scale [-- --quick] [-- --entries 10000000 --mix-seconds 10 --rate 100000]
+//
+// --quick loads 2M entries. The table shows the issue's goals beside our figures.
+import { spawnSync } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { resolve } from 'node:path';
+
+type Result = {
+  name: string;
+  entries: number;
+  loadNs: number;
+  bytesPerEntry: number;
+  longestInsertMs: number;
+  longestAt: number;
+  over1ms: number;
+  over5ms: number;
+  mixPauseMs: number;
+  mixOps: number;
+};
+
+const CONTENDERS = ['capped-expirationd', 'Map', 'lru-cache', '@isaacs/ttlcache'] as const;
+type Name = (typeof CONTENDERS)[number];
+
+function flag(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+interface Store {
+  set(id: number, exp: number): void;
+  get(id: number): unknown;
+  expire(id: number): void;
+}
+
+async function makeStore(name: Name, n: number): Promise<Store> {
+  const tuple = (id: number, exp: number) => [id, `user${id}@tarantool.io`, exp];
+  switch (name) {
+    case 'capped-expirationd': {
+      const { Space } = await import('../src/index.js');
+      const space = new Space('scale');
+      space.createIndex('primary', { type: 'HASH', parts: [{ field: 1, type: 'unsigned' }] });
+      space.createIndex('exp', { type: 'TREE', unique: false, parts: [{ field: 3, type: 'unsigned' }] });
+      return {
+        set: (id, exp) => void space.replace(tuple(id, exp)),
+        get: (id) => space.get(id),
+        expire: (id) => void space.delete(id),
+        // single inserts during the load (replace() in the mix)
+        ...{ load: (id: number, exp: number) => void space.insert(tuple(id, exp)) },
+      } as Store & { load(id: number, exp: number): void };
+    }
+    case 'Map': {
+      const m = new Map<number, unknown[]>();
+      return { set: (id, exp) => void m.set(id, tuple(id, exp)), get: (id) => m.get(id), expire: (id) => void m.delete(id) };
+    }
+    case 'lru-cache': {
+      const { LRUCache } = await import('lru-cache');
+      const c = new LRUCache<number, unknown[]>({ max: n + 1 });
+      return { set: (id, exp) => void c.set(id, tuple(id, exp)), get: (id) => c.get(id), expire: (id) => void c.delete(id) };
+    }
+    case '@isaacs/ttlcache': {
+      const { TTLCache } = await import('@isaacs/ttlcache');
+      const c = new TTLCache<number, unknown[]>({ max: n + 1, ttl: 3_600_000 });
+      return {
+        set: (id, exp) => void c.set(id, tuple(id, exp), { ttl: 1000 * (exp - NOW) }),
+        get: (id) => c.get(id),
+        expire: (id) => void c.delete(id),
+      };
+    }
+  }
+}
+
+const NOW = Math.floor(Date.now() / 1000);
+const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
+
+async function child(name: Name, n: number, mixSeconds: number, rate: number): Promise<Result> {
+  const store = await makeStore(name, n);
+  const load = (store as Store & { load?: (id: number, exp: number) => void }).load ?? store.set;
+  gc();
+  const rss0 = process.memoryUsage().rss;
+  let longest = 0n;
+  let longestAt = 0;
+  let over1 = 0;
+  let over5 = 0;
+  let seed = 12345;
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    const t0 = process.hrtime.bigint();
+    load(i, NOW + 600 + (seed % 3600));
+    const d = process.hrtime.bigint() - t0;
+    if (d > longest) {
+      longest = d;
+      longestAt = i;
+    }
+    if (d > 1_000_000n) over1++;
+    if (d > 5_000_000n) over5++;
+    if ((i + 1) % 1_000_000 === 0 || i + 1 === n)
+      process.stderr.write(`\r  ${name}: ${((i + 1) / 1e6).toFixed(1)}M of ${(n / 1e6).toFixed(1)}M loaded, longest insert ${(Number(longest) / 1e6).toFixed(2)} ms   `);
+  }
+  const loadNs = Number(process.hrtime.bigint() - start) / n;
+  process.stderr.write('\n');
+  gc();
+  const bytesPerEntry = (process.memoryUsage().rss - rss0) / n;
+
+  // The mix: every millisecond, rate/1000 operations (80% get, 15% set, 5% expire) on random ids.
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  let ops = 0;
+  let next = n;
+  const perTick = Math.max(1, Math.round(rate / 1000));
+  await new Promise<void>((resolve) => {
+    const end = Date.now() + mixSeconds * 1000;
+    h.enable();
+    const timer = setInterval(() => {
+      for (let k = 0; k < perTick; k++) {
+        seed = (seed * 1103515245 + 12345) >>> 0;
+        const r = seed % 100;
+        const id = seed % next;
+        if (r < 80) store.get(id);
+        else if (r < 95) store.set(r < 90 ? next++ : id, NOW + 600 + (seed % 3600));
+        else store.expire(id);
+        ops++;
+      }
+      if (Date.now() >= end) {
+        clearInterval(timer);
+        h.disable();
+        resolve();
+      }
+    }, 1);
+  });
+  return {
+    name,
+    entries: n,
+    loadNs,
+    bytesPerEntry,
+    longestInsertMs: Number(longest) / 1e6,
+    longestAt,
+    over1ms: over1,
+    over5ms: over5,
+    mixPauseMs: h.max / 1e6,
+    mixOps: ops,
+  };
+}
+
+function main(): void {
+  const quick = process.argv.includes('--quick');
+  const n = flag('entries', quick ? 2_000_000 : 10_000_000);
+  const mixSeconds = flag('mix-seconds', 10);
+  const rate = flag('rate', 100_000);
+  const self = resolve(process.argv[1]);
+  const results: Result[] = [];
+  console.log(`bench:scale: ${(n / 1e6).toFixed(1)}M entries, one insert at a time; then ${mixSeconds} s of a get/set/expire mix at ${rate} ops/s`);
+  for (const name of CONTENDERS) {
+    const r = spawnSync(
+      process.execPath,
+      [...process.execArgv, '--expose-gc', '--max-old-space-size=16384', self, '--child', name, '--entries', String(n),
+       '--mix-seconds', String(mixSeconds), '--rate', String(rate)],
+      { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 1 << 20 },
+    );
+    const line = (r.stdout ?? '').trim().split('\n').pop() ?? '';
+    if (r.status !== 0 || !line.startsWith('{')) {
+      console.log(`  ${name}: failed (exit ${r.status ?? r.signal})`);
+      continue;
+    }
+    results.push(JSON.parse(line) as Result);
+  }
+  const goals: Record<string, string> = {
+    'ns per insert': '<= 2000 (today, from JS)',
+    'bytes per entry': '<= 70',
+    'longest insert, ms': '<= 1',
+    'inserts over 1 ms': '-',
+    'inserts over 5 ms': '0',
+    'longest pause in the mix, ms': '<= 2',
+  };
+  const rows: Array<[string, (r: Result) => string]> = [
+    ['ns per insert', (r) => r.loadNs.toFixed(0)],
+    ['bytes per entry', (r) => r.bytesPerEntry.toFixed(0)],
+    ['longest insert, ms', (r) => `${r.longestInsertMs.toFixed(2)} (#${(r.longestAt / 1e6).toFixed(2)}M)`],
+    ['inserts over 1 ms', (r) => String(r.over1ms)],
+    ['inserts over 5 ms', (r) => String(r.over5ms)],
+    ['longest pause in the mix, ms', (r) => r.mixPauseMs.toFixed(2)],
+    ['operations in the mix', (r) => String(r.mixOps)],
+  ];
+  const head = ['measure', 'goal (ours)', ...results.map((r) => r.name)];
+  const body = rows.map(([label, f]) => [label, goals[label] ?? '', ...results.map(f)]);
+  const widths = head.map((_, c) => Math.max(...[head, ...body].map((row) => row[c].length)));
+  const fmt = (row: string[]) => `| ${row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join(' | ')} |`;
+  console.log(fmt(head));
+  console.log(`|${widths.map((w, c) => (c === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
+  for (const row of body) console.log(fmt(row));
+}
+
+const ci = process.argv.indexOf('--child');
+if (ci >= 0) {
+  child(process.argv[ci + 1] as Name, flag('entries', 2_000_000), flag('mix-seconds', 10), flag('rate', 100_000)).then(
+    (r) => console.log(JSON.stringify(r)),
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+} else {
+  main();
+}
