@@ -105,8 +105,10 @@ function deleteAll(space: Space, order: Order, full: { indexes: number }): void 
       if (n % INTEGRITY_EVERY === INTEGRITY_EVERY - 1 || left === 0) space.checkIntegrity();
       if (left <= N / 2 && halfway === Infinity) {
         halfway = space.memory().indexes;
-        // memory() counts the node pools, and freed nodes stay in them for later inserts.
-        expect(halfway).toBe(full.indexes);
+        // memory() counts the node pools: freed nodes stay in them for later inserts, so deleting
+        // never adds memory. (The production pool keeps every block; the sanitizer build, which
+        // allocates each node on its own, frees them: there halfway is below full.)
+        expect(halfway).toBeLessThanOrEqual(full.indexes);
       }
     }
   }

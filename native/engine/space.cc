@@ -85,7 +85,7 @@ void Space::insert(const uint8_t* data, size_t size, bool replace, double now) {
   check_size(size);
   // Copy first, validate the copy: the caller's bytes may be shared with another thread.
   Tuple* t = arena_.alloc(uint32_t(size));
-  std::memcpy(t->data(), data, size);
+  if (size > 0) std::memcpy(t->data(), data, size);  // an empty Buffer may have no data pointer
   try {
     check_tuple(t->data(), size, false);
     insert_tuple(t, replace, indexes_[0]->prepare(t->data()), now);

@@ -352,7 +352,7 @@ Tuple* Space::upsert(const uint8_t* data, size_t size, const uint8_t* ops, size_
   check_size(size);
   // Copy first, validate the copy (as insert() does).
   Tuple* t = arena_.alloc(uint32_t(size));
-  std::memcpy(t->data(), data, size);
+  if (size > 0) std::memcpy(t->data(), data, size);  // an empty Buffer may have no data pointer
   Tuple* old;
   uint64_t pk_prepared;
   try {
