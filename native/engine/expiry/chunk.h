@@ -114,6 +114,8 @@ class Scan {
   }
 
  private:
+  template <class Body>
+  ChunkResult in_transaction(Space& space, bool keep_open, Body body);
   std::unique_ptr<Cursor> cursor_;
   Visited visited_;
 };
