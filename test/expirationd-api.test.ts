@@ -358,3 +358,15 @@ describe('keepAlive', () => {
     }
   });
 });
+
+describe('a careless second start', () => {
+  test('task.start() on a running task changes nothing: no second restart, one timer, one chunk per tick', () => {
+    const space = makeSpace();
+    const task = expirationd.start('double-start', space, { field: 3, now: () => 0 });
+    task.start();
+    expect(task.stats().restarts).toBe(1);
+    expect(task.isRunning).toBe(true);
+    task.kill();
+    expect(task.isRunning).toBe(false);
+  });
+});

@@ -208,8 +208,9 @@ export class Task extends EventEmitter {
     return this;
   }
 
-  /** @internal */
+  /** @internal Starts a stopped task (expirationd.start, restart); a no-op while it runs. */
   start(): void {
+    if (this.#running) return;
     if (this.space.dropped) throw new CappedError(`space '${this.space.name}' was dropped`, 'ER_SPACE_DROPPED');
     this.#cursor = handleOf(this.space).cursor(this.#config.it.id, undefined, Iter.ALL, true);
     this.#running = true;
