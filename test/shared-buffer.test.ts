@@ -18,6 +18,7 @@
 // SAB_INSERTS=<n> sets the inserts (default 6000, 1500 under test:asan).
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import './support/no-concurrent-jit.cjs';  // a Node 20 deadlock at worker exit (nodejs/node#54918)
 import { Unpackr } from 'msgpackr';
 import { describe, expect, test } from 'vitest';
 import { mulberry32 } from '../bench/lib/random.js';

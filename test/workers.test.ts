@@ -5,6 +5,7 @@
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import './support/no-concurrent-jit.cjs';  // a Node 20 deadlock at worker exit (nodejs/node#54918)
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { fitSlope, mb } from './support/memory.js';
 import { Space, expirationd } from '../src/index.js';
