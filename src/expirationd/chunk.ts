@@ -22,8 +22,26 @@
 // chunk is delivered and deleted. A kill (seen through ctx.alive()) stops the queue at once.
 // Cost of a chunk with f poison tuples among e expired: O(e) without failures, and at most
 // about 2f·log2(e) extra onExpired calls with them.
-import { decodeMany, pack, scratchBuffer, type Tuple } from '../native/codec.js';
+//
+// processExpired (processVisited below) replaces the delete: every strategy scans, decides, and
+// hands the expired tuples, still stored, to processExpired(tuples, task) inside one atomic()
+// frame, so that what it writes to any space commits or rolls back together. A throw rolls the
+// frame back and the set is split in halves as for onExpired (poison tuples skipped for the
+// pass). It must be synchronous: a promise rolls its call back and fails the chunk as a whole
+// (ER_ILLEGAL_PARAMS), as a promise from isExpired does. A set handed after some user code ran
+// since the scan (isExpired, or an earlier processExpired call of the same chunk) keeps only the
+// tuples still stored unchanged (one primary-key read each).
+// The pass must end whatever processExpired does. A tuple it leaves in place keeps its position,
+// behind the cursor, and comes again in the next pass. A tuple it moves ahead in itIndex (a new
+// TTL: re-queued) but leaves expired would be met again in the same pass, and again after
+// each move; so after each call, when itIndex is not the primary index, every handed tuple is
+// read back (one primary-key read each) and one that moved and is still expired is not handed
+// again in this pass (ctx.handled). The walk then passes it, and the pass ends.
+import { isDeepStrictEqual } from 'node:util';
+import { decodeMany, decodeOne, pack, packKey, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import { illegal } from '../errors.js';
 import type { ChunkContext, ChunkOutcome, Decide } from './strategies/strategy.js';
+import { ttlExpired } from './strategies/ttl.js';
 import { openAtomic } from '../space/atomic.js';
 
 type OnExpired = (tuples: Tuple[]) => unknown;
@@ -90,6 +108,7 @@ interface ScanFrom {
 export function expireNatively(ctx: ChunkContext, earlyBreak: boolean, decide: Decide): ChunkOutcome | Promise<ChunkOutcome> {
   const { fieldno, scanSize } = ctx.config;
   const onExpired = ctx.config.onExpired as OnExpired | undefined;
+  if (ctx.config.processExpired !== undefined) return expireByScan(ctx, decide);
   if (onExpired !== undefined && (ctx.asyncDelivery || ctx.hasSkipped())) return expireByScan(ctx, decide);
   const { handle: h, cursor } = ctx;
   const space = ctx.config.rm.space;
@@ -163,6 +182,10 @@ export function expireByScan(ctx: ChunkContext, decide: Decide, from?: ScanFrom)
   const outcome: ChunkOutcome = { checked, passEnd: scanEnded || decision.passEnd, failed: from?.failed !== undefined };
   const onExpired = ctx.config.onExpired as OnExpired | undefined;
   if (positions.length === 0 && from?.handed === undefined) return outcome;
+  if (ctx.config.processExpired !== undefined) {
+    const failed = processVisited(ctx, visited, positions, now);
+    return failed ? { ...outcome, failed } : outcome;
+  }
   if (onExpired === undefined) {
     const deleted = decodeMany(h.deleteVisited(cursor, Uint32Array.from(positions), false, ctx.out, scratchBuffer()));
     ctx.expired(deleted.length, deleted);
@@ -270,4 +293,62 @@ function deliver(ctx: ChunkContext, onExpired: OnExpired, visited: readonly Tupl
     queue.push(positions);
   }
   return run();
+}
+
+/** The stored tuple with this tuple's primary key (expired or not), or undefined. */
+function storedVersion(ctx: ChunkContext, tuple: Tuple): Tuple | undefined {
+  const primary = ctx.config.rm.space.indexes[0];
+  return decodeOne(ctx.handle.get(primary.id, packKey(keyOf(ctx, tuple).key as Key), scratchBuffer()));
+}
+
+// Hands the expired positions to processExpired, in one atomic frame per call; returns whether
+// any call failed. See the file comment.
+function processVisited(ctx: ChunkContext, visited: readonly Tuple[], positions: number[], now: number): boolean {
+  const processExpired = ctx.config.processExpired as (tuples: Tuple[], task: unknown) => unknown;
+  const { it, isExpired, fieldno } = ctx.config;
+  const walksPrimary = it === ctx.config.rm.space.indexes[0];
+  const queue: number[][] = [positions];
+  let recheck = isExpired !== undefined;  // isExpired ran user code since the scan
+  let failed = false;
+  while (queue.length > 0 && ctx.alive()) {
+    let set = queue.shift() as number[];
+    if (recheck) set = set.filter((p) => isDeepStrictEqual(storedVersion(ctx, visited[p]), visited[p]));
+    recheck = true;  // every later call follows a call of processExpired
+    if (set.length === 0) continue;
+    const tuples = set.map((p) => visited[p]);
+    let result: unknown;
+    const frame = openAtomic();
+    try {
+      result = processExpired(tuples, ctx.task);
+    } catch (error) {
+      frame.rollback();
+      failed = true;
+      ctx.fail(error);
+      if (!ctx.alive()) break;
+      if (set.length === 1) {
+        ctx.skip(visited[set[0]], error, 'processExpired');
+      } else {
+        const mid = set.length >> 1;
+        queue.unshift(set.slice(0, mid), set.slice(mid));
+      }
+      continue;
+    }
+    if (isThenable(result)) {
+      frame.rollback();
+      ignoreRejection(result);
+      throw illegal('expirationd: processExpired must be synchronous (it runs inside the chunk\'s transaction); ' +
+        'it returned a promise, so its changes were rolled back');
+    }
+    frame.commit();
+    ctx.expired(tuples.length, tuples);
+    if (walksPrimary || !ctx.alive()) continue;
+    for (const tuple of tuples) {
+      const stored = storedVersion(ctx, tuple);
+      if (stored === undefined) continue;
+      if (it.parts.every((part) => isDeepStrictEqual(stored[part.field - 1], tuple[part.field - 1]))) continue;
+      if (isExpired === undefined && !ttlExpired(stored[fieldno], now)) continue;
+      ctx.handled(tuple);
+    }
+  }
+  return failed;
 }
