@@ -32,17 +32,22 @@
 // since the scan (isExpired, or an earlier processExpired call of the same chunk) keeps only the
 // tuples still stored unchanged (one primary-key read each).
 // The pass must end whatever processExpired does. A tuple it leaves in place keeps its position,
-// behind the cursor, and comes again in the next pass. A tuple it moves ahead in itIndex (a new
-// TTL: re-queued) but leaves expired would be met again in the same pass, and again after
-// each move; so after each call, when itIndex is not the primary index, every handed tuple is
-// read back (one primary-key read each) and one that moved and is still expired is not handed
-// again in this pass (ctx.handled). The walk then passes it, and the pass ends.
+// behind the cursor, and comes again in the next pass. But a tuple it writes into the task's
+// space still expired (updated with a TTL that has passed, re-inserted under a new key) may land
+// ahead of the cursor, be met again in the same pass, written again, and so on: an endless pass.
+// So while it runs, a watcher on the space (onInsert: insert, replace, insertMany, update,
+// upsert) notes every tuple written that is expired by the TTL rule at the chunk's now (with
+// isExpired: every tuple written); once the call commits, those are not handed again in this
+// pass (ctx.handled; the walk passes them and the pass ends) and come again in the next one. A
+// re-queue with a TTL in the future notes nothing. Cost: one TTL check per write, one key per
+// noted tuple until the pass ends.
 import { isDeepStrictEqual } from 'node:util';
 import { decodeMany, decodeOne, pack, packKey, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { illegal } from '../errors.js';
 import type { ChunkContext, ChunkOutcome, Decide } from './strategies/strategy.js';
 import { ttlExpired } from './strategies/ttl.js';
 import { openAtomic } from '../space/atomic.js';
+import { onInsert } from '../space/space.js';
 
 type OnExpired = (tuples: Tuple[]) => unknown;
 
@@ -304,51 +309,52 @@ function storedVersion(ctx: ChunkContext, tuple: Tuple): Tuple | undefined {
 // Hands the expired positions to processExpired, in one atomic frame per call; returns whether
 // any call failed. See the file comment.
 function processVisited(ctx: ChunkContext, visited: readonly Tuple[], positions: number[], now: number): boolean {
+  const { isExpired, fieldno } = ctx.config;
+  let written: Tuple[] = [];
+  const off = onInsert(ctx.config.rm.space, (tuple) => {
+    if (isExpired !== undefined || ttlExpired(tuple[fieldno], now)) written.push(tuple);
+  });
   const processExpired = ctx.config.processExpired as (tuples: Tuple[], task: unknown) => unknown;
-  const { it, isExpired, fieldno } = ctx.config;
-  const walksPrimary = it === ctx.config.rm.space.indexes[0];
   const queue: number[][] = [positions];
   let recheck = isExpired !== undefined;  // isExpired ran user code since the scan
   let failed = false;
-  while (queue.length > 0 && ctx.alive()) {
-    let set = queue.shift() as number[];
-    if (recheck) set = set.filter((p) => isDeepStrictEqual(storedVersion(ctx, visited[p]), visited[p]));
-    recheck = true;  // every later call follows a call of processExpired
-    if (set.length === 0) continue;
-    const tuples = set.map((p) => visited[p]);
-    let result: unknown;
-    const frame = openAtomic();
-    try {
-      result = processExpired(tuples, ctx.task);
-    } catch (error) {
-      frame.rollback();
-      failed = true;
-      ctx.fail(error);
-      if (!ctx.alive()) break;
-      if (set.length === 1) {
-        ctx.skip(visited[set[0]], error, 'processExpired');
-      } else {
-        const mid = set.length >> 1;
-        queue.unshift(set.slice(0, mid), set.slice(mid));
+  try {
+    while (queue.length > 0 && ctx.alive()) {
+      let set = queue.shift() as number[];
+      if (recheck) set = set.filter((p) => isDeepStrictEqual(storedVersion(ctx, visited[p]), visited[p]));
+      recheck = true;  // every later call follows a call of processExpired
+      if (set.length === 0) continue;
+      const tuples = set.map((p) => visited[p]);
+      written = [];
+      let result: unknown;
+      const frame = openAtomic();
+      try {
+        result = processExpired(tuples, ctx.task);
+      } catch (error) {
+        frame.rollback();
+        failed = true;
+        ctx.fail(error);
+        if (!ctx.alive()) break;
+        if (set.length === 1) {
+          ctx.skip(visited[set[0]], error, 'processExpired');
+        } else {
+          const mid = set.length >> 1;
+          queue.unshift(set.slice(0, mid), set.slice(mid));
+        }
+        continue;
       }
-      continue;
+      if (isThenable(result)) {
+        frame.rollback();
+        ignoreRejection(result);
+        throw illegal('expirationd: processExpired must be synchronous (it runs inside the chunk\'s transaction); ' +
+          'it returned a promise, so its changes were rolled back');
+      }
+      frame.commit();
+      ctx.expired(tuples.length, tuples);
+      if (ctx.alive()) for (const tuple of written) ctx.handled(tuple);
     }
-    if (isThenable(result)) {
-      frame.rollback();
-      ignoreRejection(result);
-      throw illegal('expirationd: processExpired must be synchronous (it runs inside the chunk\'s transaction); ' +
-        'it returned a promise, so its changes were rolled back');
-    }
-    frame.commit();
-    ctx.expired(tuples.length, tuples);
-    if (walksPrimary || !ctx.alive()) continue;
-    for (const tuple of tuples) {
-      const stored = storedVersion(ctx, tuple);
-      if (stored === undefined) continue;
-      if (it.parts.every((part) => isDeepStrictEqual(stored[part.field - 1], tuple[part.field - 1]))) continue;
-      if (isExpired === undefined && !ttlExpired(stored[fieldno], now)) continue;
-      ctx.handled(tuple);
-    }
+  } finally {
+    off();
   }
   return failed;
 }
