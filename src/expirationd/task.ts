@@ -48,7 +48,7 @@ import type { ChunkContext, ChunkOutcome, Strategy } from './strategies/strategy
 export interface TaskStats {
   /** Tuples visited. */
   checked: number;
-  /** Tuples deleted. */
+  /** Tuples deleted (with processExpired: tuples handed to a processExpired call that committed). */
   expired: number;
   /** 1 after start; +1 for every restart() and every failed chunk (however many tuples failed in it). */
   restarts: number;
