@@ -277,6 +277,29 @@ describe.each(shapes)('%s', (_name, shape, hash) => {
     expect(space.len()).toBe(13 - archive.len());
   });
 
+  test('restart() inside: what it did stays, and a fresh pass goes on', () => {
+    const space = makeSpace(12, 1, hash);
+    const archive = makeArchive();
+    let restarted = false;
+    const task = start(space, {
+      processExpired: (tuples, t) => {
+        for (const tuple of tuples) {
+          archive.insert([tuple[0]]);
+          space.delete(tuple[0] as number);
+        }
+        if (!restarted) {
+          restarted = true;
+          t.restart();
+        }
+      },
+    });
+    runUntil(() => space.len() === 1);
+    expect(space.len()).toBe(1);
+    expect(archive.len()).toBe(12);
+    expect(task.stats().restarts).toBe(2);
+    expect(task.state).toBe('running');
+  });
+
   test('dropping the task\'s space inside: the task ends, the other space\'s writes commit, no crash', () => {
     const space = makeSpace(12, 1, hash);
     const archive = makeArchive();
