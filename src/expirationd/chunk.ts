@@ -31,6 +31,7 @@
 // (ER_ILLEGAL_PARAMS), as a promise from isExpired does. A set handed after some user code ran
 // since the scan (isExpired, or an earlier processExpired call of the same chunk) keeps only the
 // tuples still stored unchanged (one primary-key read each).
+//
 // The pass must end whatever processExpired does. A tuple it leaves in place keeps its position,
 // behind the cursor, and comes again in the next pass. But a tuple it writes into the task's
 // space still expired (updated with a TTL that has passed, re-inserted under a new key) may land

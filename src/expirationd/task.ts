@@ -122,7 +122,7 @@ export class Task extends EventEmitter {
   /** Primary keys of the tuples skipped in this pass. */
   readonly #skippedKeys = new Set<string>();
   /**
-   * processExpired: primary keys of tuples it moved ahead in itIndex and left expired, not to be
+   * processExpired: primary keys of tuples it wrote into the space still expired, not to be
    * handed again in this pass (so that the pass ends; see chunk.ts).
    */
   readonly #handledKeys = new Set<string>();
