@@ -22,9 +22,33 @@
 // chunk is delivered and deleted. A kill (seen through ctx.alive()) stops the queue at once.
 // Cost of a chunk with f poison tuples among e expired: O(e) without failures, and at most
 // about 2f·log2(e) extra onExpired calls with them.
-import { decodeMany, pack, scratchBuffer, type Tuple } from '../native/codec.js';
+//
+// processExpired (processVisited below) replaces the delete: every strategy scans, decides, and
+// hands the expired tuples, still stored, to processExpired(tuples, task) inside one atomic()
+// frame, so that what it writes to any space commits or rolls back together. A throw rolls the
+// frame back and the set is split in halves as for onExpired (poison tuples skipped for the
+// pass). It must be synchronous: a promise rolls its call back and fails the chunk as a whole
+// (ER_ILLEGAL_PARAMS), as a promise from isExpired does. A set handed after some user code ran
+// since the scan (isExpired, or an earlier processExpired call of the same chunk) keeps only the
+// tuples still stored unchanged (one primary-key read each).
+//
+// The pass must end whatever processExpired does. A tuple it leaves in place keeps its position,
+// behind the cursor, and comes again in the next pass. But a tuple it writes into the task's
+// space still expired (updated with a TTL that has passed, re-inserted under a new key) may land
+// ahead of the cursor, be met again in the same pass, written again, and so on: an endless pass.
+// So while it runs, a watcher on the space (onInsert: insert, replace, insertMany, update,
+// upsert) notes every tuple written that is expired by the TTL rule at the chunk's now (with
+// isExpired: every tuple written); once the call commits, those are not handed again in this
+// pass (ctx.handled; the walk passes them and the pass ends) and come again in the next one. A
+// re-queue with a TTL in the future notes nothing. Cost: one TTL check per write, one key per
+// noted tuple until the pass ends.
+import { isDeepStrictEqual } from 'node:util';
+import { decodeMany, decodeOne, pack, packKey, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import { illegal } from '../errors.js';
 import type { ChunkContext, ChunkOutcome, Decide } from './strategies/strategy.js';
+import { ttlExpired } from './strategies/ttl.js';
 import { openAtomic } from '../space/atomic.js';
+import { onInsert } from '../space/space.js';
 
 type OnExpired = (tuples: Tuple[]) => unknown;
 
@@ -90,6 +114,7 @@ interface ScanFrom {
 export function expireNatively(ctx: ChunkContext, earlyBreak: boolean, decide: Decide): ChunkOutcome | Promise<ChunkOutcome> {
   const { fieldno, scanSize } = ctx.config;
   const onExpired = ctx.config.onExpired as OnExpired | undefined;
+  if (ctx.config.processExpired !== undefined) return expireByScan(ctx, decide);
   if (onExpired !== undefined && (ctx.asyncDelivery || ctx.hasSkipped())) return expireByScan(ctx, decide);
   const { handle: h, cursor } = ctx;
   const space = ctx.config.rm.space;
@@ -163,6 +188,10 @@ export function expireByScan(ctx: ChunkContext, decide: Decide, from?: ScanFrom)
   const outcome: ChunkOutcome = { checked, passEnd: scanEnded || decision.passEnd, failed: from?.failed !== undefined };
   const onExpired = ctx.config.onExpired as OnExpired | undefined;
   if (positions.length === 0 && from?.handed === undefined) return outcome;
+  if (ctx.config.processExpired !== undefined) {
+    const failed = processVisited(ctx, visited, positions, now);
+    return failed ? { ...outcome, failed } : outcome;
+  }
   if (onExpired === undefined) {
     const deleted = decodeMany(h.deleteVisited(cursor, Uint32Array.from(positions), false, ctx.out, scratchBuffer()));
     ctx.expired(deleted.length, deleted);
@@ -270,4 +299,63 @@ function deliver(ctx: ChunkContext, onExpired: OnExpired, visited: readonly Tupl
     queue.push(positions);
   }
   return run();
+}
+
+/** The stored tuple with this tuple's primary key (expired or not), or undefined. */
+function storedVersion(ctx: ChunkContext, tuple: Tuple): Tuple | undefined {
+  const primary = ctx.config.rm.space.indexes[0];
+  return decodeOne(ctx.handle.get(primary.id, packKey(keyOf(ctx, tuple).key as Key), scratchBuffer()));
+}
+
+// Hands the expired positions to processExpired, in one atomic frame per call; returns whether
+// any call failed. See the file comment.
+function processVisited(ctx: ChunkContext, visited: readonly Tuple[], positions: number[], now: number): boolean {
+  const { isExpired, fieldno } = ctx.config;
+  let written: Tuple[] = [];
+  const off = onInsert(ctx.config.rm.space, (tuple) => {
+    if (isExpired !== undefined || ttlExpired(tuple[fieldno], now)) written.push(tuple);
+  });
+  const processExpired = ctx.config.processExpired as (tuples: Tuple[], task: unknown) => unknown;
+  const queue: number[][] = [positions];
+  let recheck = isExpired !== undefined;  // isExpired ran user code since the scan
+  let failed = false;
+  try {
+    while (queue.length > 0 && ctx.alive()) {
+      let set = queue.shift() as number[];
+      if (recheck) set = set.filter((p) => isDeepStrictEqual(storedVersion(ctx, visited[p]), visited[p]));
+      recheck = true;  // every later call follows a call of processExpired
+      if (set.length === 0) continue;
+      const tuples = set.map((p) => visited[p]);
+      written = [];
+      let result: unknown;
+      const frame = openAtomic();
+      try {
+        result = processExpired(tuples, ctx.task);
+      } catch (error) {
+        frame.rollback();
+        failed = true;
+        ctx.fail(error);
+        if (!ctx.alive()) break;
+        if (set.length === 1) {
+          ctx.skip(visited[set[0]], error, 'processExpired');
+        } else {
+          const mid = set.length >> 1;
+          queue.unshift(set.slice(0, mid), set.slice(mid));
+        }
+        continue;
+      }
+      if (isThenable(result)) {
+        frame.rollback();
+        ignoreRejection(result);
+        throw illegal('expirationd: processExpired must be synchronous (it runs inside the chunk\'s transaction); ' +
+          'it returned a promise, so its changes were rolled back');
+      }
+      frame.commit();
+      ctx.expired(tuples.length, tuples);
+      if (ctx.alive()) for (const tuple of written) ctx.handled(tuple);
+    }
+  } finally {
+    off();
+  }
+  return failed;
 }

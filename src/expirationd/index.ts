@@ -38,11 +38,11 @@ export const expirationd = {
   task(name: string): Task {
     return lookup(name);
   },
-  /** Names of the running tasks. */
+  /** Names of the registered tasks, running or stopped. */
   tasks(): string[] {
     return [...tasks.keys()];
   },
-  /** Stats of one task, or of every running task by name. */
+  /** Stats of one task, or of every registered task (running or stopped) by name. */
   stats(name?: string): TaskStats | Record<string, TaskStats> {
     if (name !== undefined) return lookup(name).stats();
     return Object.fromEntries([...tasks].map(([n, t]) => [n, t.stats()]));

@@ -25,6 +25,12 @@ export interface TaskOptions {
   isExpired?: (tuple: Tuple, now: number) => boolean;
   /** May return a promise: its tuples are then deleted once it resolves (at-least-once). */
   onExpired?: (tuples: Tuple[]) => unknown;
+  /**
+   * Replaces the delete (the Lua module's process_expired_tuple): called inside the chunk's
+   * transaction with the expired tuples, still stored; it may update, re-insert or delete them,
+   * or write to other spaces. Synchronous; a throw rolls the chunk back in every space.
+   */
+  processExpired?: (tuples: Tuple[], task: Task) => void;
   onFullScanStart?: (task: Task) => void;
   onFullScanSuccess?: (task: Task) => void;
   onFullScanError?: (task: Task, error: unknown) => void;
@@ -42,7 +48,7 @@ export type PositionalArgs = [rmIndex?: string, itIndex?: string, field?: number
 
 const OPTION_NAMES = [
   'rmIndex', 'itIndex', 'field', 'scanSize', 'scanTime', 'iterationDelay', 'fullScanDelay', 'unit', 'now',
-  'isExpired', 'onExpired', 'onFullScanStart', 'onFullScanSuccess', 'onFullScanError', 'onFullScanComplete',
+  'isExpired', 'onExpired', 'processExpired', 'onFullScanStart', 'onFullScanSuccess', 'onFullScanError', 'onFullScanComplete',
   'keepAlive', 'maxCpuShare',
 ] as const;
 
@@ -66,6 +72,7 @@ export interface Config {
   keepAlive: boolean;
   isExpired: ((tuple: Tuple, now: number) => unknown) | undefined;
   onExpired: ((tuples: Tuple[]) => unknown) | undefined;
+  processExpired: ((tuples: Tuple[], task: Task) => unknown) | undefined;
   pass: Partial<Record<PassCallback, (task: Task, error?: unknown) => unknown>>;
 }
 
@@ -125,6 +132,15 @@ export function configure(space: Space, raw: unknown): Config {
     pass[cb] = checkFunction('expirationd.start', cb, o[cb]);
   }
   const onExpired = checkFunction<Config['onExpired']>('expirationd.start', 'onExpired', o.onExpired);
+  const processExpired = checkFunction<Config['processExpired']>('expirationd.start', 'processExpired', o.processExpired);
+  if (processExpired !== undefined && onExpired !== undefined) {
+    throw illegal('expirationd.start: processExpired and onExpired cannot be combined: processExpired replaces the ' +
+      'delete that onExpired reports; do the work of onExpired inside processExpired');
+  }
+  if (processExpired !== undefined && Object.prototype.toString.call(processExpired) === '[object AsyncFunction]') {
+    throw illegal('expirationd.start: processExpired must be synchronous: it runs inside the chunk\'s transaction, ' +
+      'which cannot stay open across an await (for at-least-once work outside it, use an async onExpired)');
+  }
   if (o.keepAlive !== undefined && typeof o.keepAlive !== 'boolean') throw illegal('expirationd.start: keepAlive must be a boolean');
   const maxCpuShare = checkPositiveNumber('expirationd.start', 'maxCpuShare', o.maxCpuShare, 0.25);
   if (maxCpuShare > 1) throw illegal(`expirationd.start: maxCpuShare must be in (0, 1], got ${maxCpuShare}`);
@@ -145,6 +161,7 @@ export function configure(space: Space, raw: unknown): Config {
     keepAlive: o.keepAlive ?? false,
     isExpired,
     onExpired,
+    processExpired,
     pass,
   };
 }

@@ -24,6 +24,13 @@
 //
 // Kill: kill(), restart() and space.drop() bump the epoch; every step of a chunk checks it
 // (ctx.alive()), so after any of them returns the old chunk deletes nothing more.
+//
+// Stop (a pause): stop() cancels the pending wake-up and keeps everything else: the registry
+// entry, the cursor, the pass in progress, the counters. It does not bump the epoch: a chunk
+// that is running when stop() is called (from one of its callbacks, or while it waits for an
+// async onExpired) finishes as it would, then schedules nothing. start() on a stopped task
+// schedules the next chunk of the same pass (on the next turn of the event loop), unless that
+// chunk is still running: then its end schedules the next one. A stopped task holds no timer.
 import { EventEmitter } from 'node:events';
 import { Iter, type NativeCursor } from '../native/loader.js';
 import type { Tuple } from '../native/codec.js';
@@ -41,7 +48,7 @@ import type { ChunkContext, ChunkOutcome, Strategy } from './strategies/strategy
 export interface TaskStats {
   /** Tuples visited. */
   checked: number;
-  /** Tuples deleted. */
+  /** Tuples deleted (with processExpired: tuples handed to a processExpired call that committed). */
   expired: number;
   /** 1 after start; +1 for every restart() and every failed chunk (however many tuples failed in it). */
   restarts: number;
@@ -89,6 +96,9 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** See Task.state. */
+export type TaskState = 'running' | 'stopped' | 'killed';
+
 export class Task extends EventEmitter {
   readonly name: string;
   readonly space: Space;
@@ -103,12 +113,19 @@ export class Task extends EventEmitter {
   readonly #out = new Float64Array(5);
   #cursor: NativeCursor | undefined;
   #epoch = 0;
-  #running = false;
+  #state: TaskState = 'killed';
+  /** A chunk of this epoch is running (its synchronous part, or waiting for an async onExpired). */
+  #inChunk = false;
   #passStarted = false;
   #passFailed = false;
   #passError: unknown = undefined;
   /** Primary keys of the tuples skipped in this pass. */
   readonly #skippedKeys = new Set<string>();
+  /**
+   * processExpired: primary keys of tuples it wrote into the space still expired, not to be
+   * handed again in this pass (so that the pass ends; see chunk.ts).
+   */
+  readonly #handledKeys = new Set<string>();
   /** Failed chunks in a row, for the backoff. */
   #failures = 0;
   #asyncDelivery: boolean;
@@ -152,7 +169,15 @@ export class Task extends EventEmitter {
   }
 
   get isRunning(): boolean {
-    return this.#running;
+    return this.#state === 'running';
+  }
+
+  /**
+   * 'running'; 'stopped' after stop() (still registered, resumes with start()); 'killed' after
+   * kill(), or when its space was dropped.
+   */
+  get state(): TaskState {
+    return this.#state;
   }
 
   /** Whether this task breaks each pass at the first live tuple of a TTL TREE index. */
@@ -161,7 +186,7 @@ export class Task extends EventEmitter {
   }
 
   stats(): TaskStats {
-    if (this.#running && !this.space.dropped) {
+    if (this.#state !== 'killed' && !this.space.dropped) {
       const lag = this.#lag();
       this.#counters.lag = Number.isFinite(lag) ? lag : 0;  // an infinite clock or TTL tells nothing
     }
@@ -171,10 +196,11 @@ export class Task extends EventEmitter {
   /**
    * Runs a pass now, on the next turn of the event loop: between passes the next pass starts;
    * inside a pass its next chunk runs (as one wake-up). If a chunk is running (or waiting for an
-   * async onExpired), the chunk after it follows at once. Returns the task; a no-op once killed.
+   * async onExpired), the chunk after it follows at once. Returns the task; a no-op on a stopped
+   * or killed task.
    */
   wake(): this {
-    if (!this.#running) return this;
+    if (this.#state !== 'running') return this;
     if (!this.#scheduler.pending) this.#wakeRequested = true;
     else if (!this.#scheduler.pendingImmediate) this.#schedule(0, true, 'wake');
     return this;
@@ -182,11 +208,13 @@ export class Task extends EventEmitter {
 
   /**
    * Stops the task: no chunk runs after this returns, and a chunk it interrupts (from inside a
-   * callback, or one waiting for an async onExpired) deletes nothing more. Idempotent.
+   * callback, or one waiting for an async onExpired) deletes nothing more. Idempotent; works on a
+   * stopped task.
    */
   kill(): void {
-    if (!this.#running) return;
-    this.#running = false;
+    if (this.#state === 'killed') return;
+    this.#state = 'killed';
+    this.#inChunk = false;
     this.#epoch++;
     this.#scheduler.cancel();
     this.#cursor = undefined;
@@ -202,18 +230,56 @@ export class Task extends EventEmitter {
   /** Kills the task and starts it again from the beginning of a pass; restarts + 1. */
   restart(): this {
     this.kill();
-    const other = tasks.get(this.name);
-    if (other !== undefined && other !== this) other.kill();
-    this.start();
+    this.#begin();
     return this;
   }
 
-  /** @internal Starts a stopped task (expirationd.start, restart); a no-op while it runs. */
-  start(): void {
-    if (this.#running) return;
+  /**
+   * Pauses the task: no chunk starts after this returns. A chunk that is running (stop() called
+   * from one of its callbacks, or while an async onExpired is pending) finishes as it would, and
+   * nothing further is scheduled. The task stays registered (expirationd.task(name) finds it),
+   * keeps its cursor, pass and counters, holds no timer, and start() resumes it. Idempotent; a
+   * no-op on a killed task. Returns the task.
+   */
+  stop(): this {
+    if (this.#state !== 'running') return this;
+    this.#state = 'stopped';
+    this.#scheduler.cancel();
+    this.#dueAt = -Infinity;
+    this.#wakeRequested = false;
+    return this;
+  }
+
+  /**
+   * Resumes a stopped task where it stopped: the same pass goes on from the cursor's position
+   * (no new pass: onFullScanStart is not called again, fullScans and restarts do not change); its
+   * next chunk runs on the next turn of the event loop. A no-op on a running task. On a killed
+   * task it starts a fresh pass, as restart() does (restarts + 1, registered again under its
+   * name, replacing any task that took it). Throws ER_SPACE_DROPPED when the space was dropped.
+   * Returns the task.
+   */
+  start(): this {
+    if (this.#state === 'running') return this;
+    if (this.#state === 'killed') {
+      this.#begin();
+      return this;
+    }
+    if (this.space.dropped) {
+      this.kill();
+      throw new CappedError(`space '${this.space.name}' was dropped`, 'ER_SPACE_DROPPED');
+    }
+    this.#state = 'running';
+    if (!this.#inChunk) this.#schedule(0, false, 'wait');
+    return this;
+  }
+
+  /** Starts a killed (or new) task at the beginning of a pass (expirationd.start, restart, start). */
+  #begin(): void {
     if (this.space.dropped) throw new CappedError(`space '${this.space.name}' was dropped`, 'ER_SPACE_DROPPED');
+    const other = tasks.get(this.name);
+    if (other !== undefined && other !== this) other.kill();
     this.#cursor = handleOf(this.space).cursor(this.#config.it.id, undefined, Iter.ALL, true);
-    this.#running = true;
+    this.#state = 'running';
     this.#passStarted = false;
     this.#failures = 0;
     this.#counters.restarts++;
@@ -240,8 +306,9 @@ export class Task extends EventEmitter {
     this.#dueAt = -Infinity;
     const epoch = this.#epoch;
     const continuing = mode === 'continue';
+    if (this.#state !== 'running') return;  // stopped inside a chunk: nothing further
     this.#scheduler.schedule(seconds, betweenPasses, () => {
-      if (!this.#running || epoch !== this.#epoch) return;
+      if (this.#state !== 'running' || epoch !== this.#epoch) return;
       this.#dueAt = -Infinity;
       if (!continuing) {
         this.#counters.wakeups++;
@@ -266,14 +333,14 @@ export class Task extends EventEmitter {
       return;  // a broken clock is reported by the next chunk, not by the insert
     }
     if (isThenable(now)) ignoreRejection(now);
-    if (typeof now !== 'number' || Number.isNaN(now) || !this.#running || this.#dueAt === -Infinity) return;
+    if (typeof now !== 'number' || Number.isNaN(now) || this.#state !== 'running' || this.#dueAt === -Infinity) return;
     this.#schedule(Math.max(0, (target - now) * this.#config.unitSeconds), true, 'wait');
     // Already due: nothing can be earlier.
     this.#dueAt = target <= now ? -Infinity : target;
   }
 
   #alive(epoch: number): boolean {
-    return this.#running && epoch === this.#epoch && !this.space.dropped;
+    return this.#state !== 'killed' && epoch === this.#epoch && !this.space.dropped;
   }
 
   #tick(): void {
@@ -288,9 +355,12 @@ export class Task extends EventEmitter {
       this.#passFailed = false;
       this.#passError = undefined;
       this.#skippedKeys.clear();
+      this.#handledKeys.clear();
       this.#callback('onFullScanStart');
-      if (!this.#alive(epoch)) return;
+      // Stopped inside onFullScanStart: the pass has begun, its first chunk runs after start().
+      if (!this.#alive(epoch) || this.#state !== 'running') return;
     }
+    this.#inChunk = true;
     const started = process.hrtime.bigint();
     const cpuStarted = cpuClock.now();
     const chunk = this.#context(epoch);
@@ -318,6 +388,7 @@ export class Task extends EventEmitter {
   }
 
   #finishChunk(epoch: number, result: ChunkOutcome | { error: unknown }, failedInside: boolean): void {
+    if (epoch === this.#epoch) this.#inChunk = false;
     if ('error' in result) {
       // The chunk failed as a whole and was rolled back; like an error in the Lua module, it
       // ends the pass, and the next one starts from the beginning.
@@ -391,6 +462,7 @@ export class Task extends EventEmitter {
       if (floor > 0) wait = Math.max(wait, floor);
     }
     this.#schedule(wait, true, 'wait');
+    if (this.#state !== 'running') return;
     // Sleeping between passes: an insert with an earlier TTL may bring the wake-up forward.
     this.#dueAt = now + wait / config.unitSeconds;
     this.#floorAt = floor > 0 ? now + floor / config.unitSeconds : -Infinity;
@@ -447,6 +519,7 @@ export class Task extends EventEmitter {
     this.#passStartNow = undefined;
     this.#passStarted = false;
     this.#skippedKeys.clear();
+    this.#handledKeys.clear();
     if (this.#passFailed) this.#callback('onFullScanError', this.#passError);
     else this.#callback('onFullScanSuccess');
     this.#callback('onFullScanComplete');
@@ -483,9 +556,17 @@ export class Task extends EventEmitter {
       set asyncDelivery(value: boolean) {
         task.#asyncDelivery = value;
       },
-      isSkipped: (tuple: Tuple) => this.#skippedKeys.size > 0 && this.#skippedKeys.has(keyOf(ctx, tuple).id),
+      task: this,
+      isSkipped: (tuple: Tuple) => {
+        if (this.#skippedKeys.size === 0 && this.#handledKeys.size === 0) return false;
+        const { id } = keyOf(ctx, tuple);
+        return this.#skippedKeys.has(id) || this.#handledKeys.has(id);
+      },
       hasSkipped: () => this.#skippedKeys.size > 0,
-      skip: (tuple: Tuple, error: unknown, where: 'isExpired' | 'onExpired') => {
+      handled: (tuple: Tuple) => {
+        this.#handledKeys.add(keyOf(ctx, tuple).id);
+      },
+      skip: (tuple: Tuple, error: unknown, where: 'isExpired' | 'onExpired' | 'processExpired') => {
         fail(error);
         if (!this.#alive(epoch)) return;
         const { key, id } = keyOf(ctx, tuple);

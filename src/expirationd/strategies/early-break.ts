@@ -1,7 +1,7 @@
 // Early break: the walk goes up a TREE index led by the TTL field, so the first live tuple ends
 // the pass; the next pass starts again at the smallest TTL. A pass checks expired + 1 tuples.
-// One native call decides and deletes, unless onExpired is async or the pass has a poison tuple
-// (then the same rule runs in JavaScript over a scan).
+// One native call decides and deletes, unless onExpired is async, the pass has a poison tuple or
+// processExpired replaces the delete (then the same rule runs in JavaScript over a scan).
 import { expireNatively } from '../chunk.js';
 import type { ChunkContext, ChunkOutcome, Strategy } from './strategy.js';
 import { decideByTtl } from './ttl.js';

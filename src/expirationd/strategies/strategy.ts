@@ -7,6 +7,7 @@
 import type { NativeCursor, NativeSpace } from '../../native/loader.js';
 import type { Tuple } from '../../native/codec.js';
 import type { Config } from '../options.js';
+import type { Task } from '../task.js';
 
 export interface ChunkContext {
   readonly handle: NativeSpace;
@@ -14,6 +15,8 @@ export interface ChunkContext {
   readonly config: Config;
   /** The native out-array: [checked, expired, passEnd, earlyBreak, savepoint]. */
   readonly out: Float64Array;
+  /** The task, as processExpired receives it. */
+  readonly task: Task;
   /** The task's clock, checked: a number, not NaN, and not a promise. */
   now(): number;
   /** False once anything killed or restarted the task, or dropped the space. */
@@ -22,12 +25,14 @@ export interface ChunkContext {
   wantsTuples(): boolean;
   /** onExpired returns promises: tuples are handed outside any transaction and deleted after. */
   asyncDelivery: boolean;
-  /** Whether a tuple was skipped as poison earlier in this pass. */
+  /** Whether a tuple was skipped as poison, or handled by processExpired and moved ahead, earlier in this pass. */
   isSkipped(tuple: Tuple): boolean;
   /** Whether any tuple was skipped in this pass. */
   hasSkipped(): boolean;
   /** Skips a poison tuple for the rest of the pass: reported with its key and counted. */
-  skip(tuple: Tuple, error: unknown, where: 'isExpired' | 'onExpired'): void;
+  skip(tuple: Tuple, error: unknown, where: 'isExpired' | 'onExpired' | 'processExpired'): void;
+  /** processExpired handed this tuple and left it expired further on in itIndex: not again in this pass. */
+  handled(tuple: Tuple): void;
   /** Reports an error of this chunk (the first one, through 'error'); the chunk and its pass fail. */
   fail(error: unknown): void;
   /** Counts `count` deleted tuples, just committed, and emits 'expired' with them (when decoded). */
