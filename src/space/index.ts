@@ -19,8 +19,8 @@ export interface SelectOptions {
 
 /**
  * An index of a Space<T>. K is its full key (get, update), R what its reads take (a prefix of K
- * on a TREE index). Both are the untyped Key unless createIndex() could work them out from
- * literal parts (see keys.ts).
+ * on a TREE index). Both are the untyped Key unless createIndex() worked them out from literal
+ * parts on a typed space (see keys.ts).
  */
 export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
   readonly name: string;
