@@ -12,17 +12,17 @@ import { decodeOne, pack, packKey, packOps, packRange, scratchBuffer, type Key, 
 import { CappedError, illegal } from '../errors.js';
 import { checkCount, checkName, checkOptions, checkTuple } from '../validate.js';
 import { checkKey, checkParts, type IndexType, type IteratorType } from './args.js';
+import type { IndexKey, KeyPrefix, PartSpec, ReadKey } from './keys.js';
 import { Index, type SelectOptions } from './index.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 import { atomicActive, enlist, runAtomic } from './atomic.js';
-import type { IndexKey, KeyPrefix, PartSpec, ReadKey } from './keys.js';
 import { checkTtl, setTtlClock, ttlClock, type TtlDeclaration, type TtlOptions } from './ttl.js';
 
+export type { FieldValue, FullKey, IndexKey, KeyPrefix, PartSpec, PartValue, ReadKey } from './keys.js';
 export type { FieldType, IndexType, IteratorType, Part } from './args.js';
 export { Index, type SelectOptions } from './index.js';
 export type { UpdateOp, UpdateOperator } from './update.js';
 export type { TtlDeclaration, TtlOptions, TtlUnit } from './ttl.js';
-export type { FieldValue, FullKey, IndexKey, KeyPrefix, PartSpec, PartValue, ReadKey } from './keys.js';
 
 export interface IndexOptions<Parts extends readonly PartSpec[] = readonly PartSpec[], Type extends IndexType = IndexType> {
   type?: Type;
@@ -158,7 +158,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const parts = checkParts('createIndex', o.parts);
     if (/^\d+$/.test(name)) throw illegal(`createIndex: index name '${name}' must not be a number`);
     const id = this.#h.createIndex(name, type, unique, parts.map((p) => p.field - 1), parts.map((p) => p.type));
-    const index = new Index<T, Key, Key>(this, this.#h, id, name, type, unique, parts, (t) => this.#watch?.(t));
+    const index = new Index(this, this.#h, id, name, type, unique, parts, (t) => this.#watch?.(t));
     this.list.push(index);
     this.index[name] = index;
     this.index[id] = index;
