@@ -3,7 +3,8 @@
 // [page, visitor, until] to a TTL space: a new one adds 1 to the page's counter with upsert('+'),
 // a repeat visit only pushes `until` forward. When a shadow key expires, the expirationd task
 // deletes it and its onExpired subtracts 1 from the counter, in the same transaction (a
-// synchronous onExpired runs inside the chunk's transaction, which spans both spaces).
+// synchronous onExpired runs inside the chunk's transaction, which spans both spaces). So the
+// count drops when the task deletes a shadow key: at most one pass after it expired.
 //
 //   npx tsx examples/visitor-counter.ts
 import assert from 'node:assert/strict';

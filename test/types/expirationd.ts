@@ -25,6 +25,8 @@ export function typedTask(): void {
     onFullScanComplete: (t) => expectType<Equal<typeof t, Task<Token>>>(),
   });
   expectType<Equal<typeof task, Task<Token>>>();
+  const plain: Task = task;  // a typed task is a Task
+  void plain;
   expectType<Equal<typeof task.space, Space<Token, any>>>();
 
   // Events: their names and payloads.

@@ -1,7 +1,7 @@
 // Type tests of Space<T> and Index: tuples, typed keys, reads and writes. Checked by
 // `npm run test:types` (test/types.test.ts); never run. Each @ts-expect-error line must fail to
 // compile, or the check fails.
-import { Space, type Index, type Key, type Tuple } from '../../src/index.js';
+import { Space, type Index, type IndexOptions, type Key, type Tuple } from '../../src/index.js';
 import { expectType, type Equal } from './assert.js';
 
 type Session = [id: string, user: string, exp: number];
@@ -99,6 +99,10 @@ export function untyped(parts: Array<[number, 'string' | 'unsigned']>, key: Key)
   const typed = new Space<[string, number]>('typed');
   const dynamic = typed.createIndex('dyn', { parts });
   expectType<Equal<Parameters<typeof dynamic.get>[0], Key>>();
+
+  const options: IndexOptions = { type: 'TREE', parts: [[2, 'string'], { field: 3, type: 'unsigned' }] };
+  expectType<Equal<Parameters<ReturnType<typeof typed.createIndex<IndexOptions['parts']>>['get']>[0], Key>>();
+  typed.createIndex('opts', options);
 
   const s = new Space('plain');
   expectType<Equal<typeof s, Space<unknown[]>>>();
