@@ -1,33 +1,42 @@
-// A fixed-window rate limiter: one tuple per (client, window), counted with replace() inside a
-// transaction, and expired by a task once the window is over.
+// A fixed-window rate limiter: one counter per (client, window), [client, window, until, count],
+// in a TTL space. A request adds 1 with update('+') (one native call that returns the new
+// tuple), or inserts the window's first count; the counter hides itself when its window ends,
+// and an expirationd task deletes it.
 //
 //   npx tsx examples/rate-limit.ts
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { Space, expirationd } from '../src/index.js';
 
 const WINDOW_MS = 1000;
 const LIMIT = 3;
-const hits = new Space('hits');
-hits.createIndex('primary', { type: 'TREE', parts: [[1, 'string'], [2, 'unsigned']] });
-hits.createIndex('until', { type: 'TREE', unique: false, parts: [[3, 'unsigned']] });
+let clock = 1_700_000_000_000;  // ms, injected
+type Hits = [client: string, window: number, until: number, count: number];
+const hits = new Space<Hits>('hits', { ttl: { field: 3, unit: 'ms', now: () => clock } });
+const counters = hits.createIndex('primary', { parts: [[1, 'string'], [2, 'unsigned']] });
+hits.createIndex('until', { unique: false, parts: [[3, 'unsigned']] });
 
-function allow(client: string, nowMs = Date.now()): boolean {
-  const window = Math.floor(nowMs / WINDOW_MS);
-  return hits.transaction(() => {
-    const [, , until, count] = (hits.get([client, window]) ?? [client, window, (window + 1) * WINDOW_MS, 0]) as
-      [string, number, number, number];
-    if (count >= LIMIT) return false;
-    hits.replace([client, window, until, count + 1]);
-    return true;
-  });
+function allow(client: string): boolean {
+  const window = Math.floor(clock / WINDOW_MS);
+  const counted = counters.update([client, window], [['+', 4, 1]]) ??
+    hits.insert([client, window, (window + 1) * WINDOW_MS, 1]);
+  return counted[3] <= LIMIT;
 }
 
-const task = expirationd.start('hits', hits, { itIndex: 'until', field: 3, unit: 'ms', scanTime: 1 });
+const burst = (client: string, n: number): boolean[] => Array.from({ length: n }, () => allow(client));
 
-const results = Array.from({ length: 5 }, () => allow('10.0.0.1'));
-console.log('5 requests in one window:', results); // [true, true, true, false, false]
-console.log('tuples now:', hits.len());
+assert.deepEqual(burst('10.0.0.1', 5), [true, true, true, false, false]);
+assert.deepEqual(burst('10.0.0.2', 2), [true, true], 'each client has its own counter');
+clock += 500;
+assert.equal(allow('10.0.0.1'), false, 'the same window');
+clock += 500;
+assert.deepEqual(burst('10.0.0.1', 4), [true, true, true, false], 'a new window, a new count');
+assert.equal(hits.count(), 1, 'the last window\'s counters are hidden');
+assert.equal(hits.len(), 3, 'until a task deletes them');
 
-setTimeout(() => {
-  console.log('after the window, tuples left:', hits.len(), task.stats());
+const task = expirationd.start('hits', hits, { itIndex: 'until', keepAlive: true });
+once(task, 'fullScan').then(() => {
+  assert.equal(hits.len(), 1);
   task.kill();
-}, WINDOW_MS * 2 + 100);
+  console.log('rate-limit: ok');
+});

@@ -5,17 +5,18 @@ import cjs from './index.js';
 import type * as types from './index.js';
 
 export const Space = cjs.Space;
-export type Space = types.Space;
+export type Space<T extends unknown[] = unknown[], K = types.Key> = types.Space<T, K>;
 export const Index = cjs.Index;
-export type Index = types.Index;
+export type Index<T extends unknown[] = unknown[], K = types.Key, R = types.KeyPrefix<K>> = types.Index<T, K, R>;
 export const Task = cjs.Task;
-export type Task = types.Task;
+export type Task<T extends unknown[] = unknown[]> = types.Task<T>;
 export const CappedError = cjs.CappedError;
 export type CappedError = types.CappedError;
 export const expirationd = cjs.expirationd;
 export const atomic = cjs.atomic;
 export type {
   FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, MemoryUsage,
-  TaskOptions, TaskStats, ErrorCode, Tuple, Key, KeyPart,
+  TaskOptions, TaskStats, TaskState, TaskEvents, ErrorCode, Tuple, Key, KeyPart,
+  FieldValue, FullKey, IndexKey, KeyPrefix, PartSpec, PartValue, ReadKey,
 } from './index.js';
 export type { UpdateOp, UpdateOperator } from './index.js';

@@ -3,7 +3,8 @@ export { Space, Index } from './space/space.js';
 export type { FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, MemoryUsage,
   TtlOptions, TtlDeclaration, TtlUnit } from './space/space.js';
 export { expirationd, Task } from './expirationd/index.js';
-export type { TaskOptions, TaskStats } from './expirationd/index.js';
+export type { TaskOptions, TaskStats, TaskState, TaskEvents } from './expirationd/index.js';
+export type { FieldValue, FullKey, IndexKey, KeyPrefix, PartSpec, PartValue, ReadKey } from './space/space.js';
 export type { UpdateOp, UpdateOperator } from './space/space.js';
 export { atomic } from './space/atomic.js';
 export { CappedError } from './errors.js';

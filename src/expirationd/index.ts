@@ -8,18 +8,30 @@ import { configure, optionsOf, type PositionalArgs, type TaskOptions } from './o
 import { tasks } from './registry.js';
 import { Task, type TaskStats } from './task.js';
 
-export { Task, type TaskStats } from './task.js';
+export { Task, type TaskStats, type TaskState } from './task.js';
+export type { TaskEvents } from './events.js';
 export type { TaskOptions } from './options.js';
 
-function start(name: string, space: Space, options?: TaskOptions): Task;
-function start(name: string, space: Space, ...positional: PositionalArgs): Task;
-function start(name: string, space: Space, ...rest: unknown[]): Task {
+// T comes from the space alone (NoInfer): the callbacks in the options are typed by it.
+function start<T extends unknown[]>(name: string, space: Space<T, any>, options?: TaskOptions<NoInfer<T>>): Task<T>;
+function start<T extends unknown[]>(name: string, space: Space<T, any>, ...positional: PositionalArgs): Task<T>;
+function start<T extends unknown[]>(name: string, space: Space<T, any>, ...rest: unknown[]): Task<T> {
   checkName('expirationd.start', name);
   const config = configure(space, optionsOf(rest));
   tasks.get(name)?.kill();
-  const task = new Task(name, space, config);
+  const task = new Task<T>(name, space, config);
   task.start();
   return task;
+}
+
+/** Stats of the named task; throws ER_NO_SUCH_TASK for an unknown name. */
+function stats(name: string): TaskStats;
+/** Stats of every registered task (running or stopped), by name. */
+function stats(): Record<string, TaskStats>;
+function stats(name?: string): TaskStats | Record<string, TaskStats>;
+function stats(name?: string): TaskStats | Record<string, TaskStats> {
+  if (name !== undefined) return lookup(name).stats();
+  return Object.fromEntries([...tasks].map(([n, t]) => [n, t.stats()]));
 }
 
 function lookup(name: string): Task {
@@ -34,19 +46,15 @@ export const expirationd = {
   kill(name: string): void {
     lookup(name).kill();
   },
-  /** The named task; throws ER_NO_SUCH_TASK for an unknown name. */
-  task(name: string): Task {
-    return lookup(name);
+  /** The named task; throws ER_NO_SUCH_TASK for an unknown name. T is taken on trust, as a cast. */
+  task<T extends unknown[] = unknown[]>(name: string): Task<T> {
+    return lookup(name) as Task<any> as Task<T>;
   },
   /** Names of the registered tasks, running or stopped. */
   tasks(): string[] {
     return [...tasks.keys()];
   },
-  /** Stats of one task, or of every registered task (running or stopped) by name. */
-  stats(name?: string): TaskStats | Record<string, TaskStats> {
-    if (name !== undefined) return lookup(name).stats();
-    return Object.fromEntries([...tasks].map(([n, t]) => [n, t.stats()]));
-  },
+  stats,
   /** Kills every task. */
   killAll(): void {
     for (const task of [...tasks.values()]) task.kill();

@@ -12,7 +12,8 @@ import { Space, type Index } from '../space/space.js';
 import { checkCount, checkFunction, checkOptions, checkPositiveNumber } from '../validate.js';
 import type { Task } from './task.js';
 
-export interface TaskOptions {
+/** Options of expirationd.start() over a Space<T>: the callbacks see T. */
+export interface TaskOptions<T extends unknown[] = unknown[]> {
   rmIndex?: string;
   itIndex?: string;
   field?: number;
@@ -22,19 +23,19 @@ export interface TaskOptions {
   fullScanDelay?: number;
   unit?: 's' | 'ms';
   now?: () => number;
-  isExpired?: (tuple: Tuple, now: number) => boolean;
+  isExpired?: (tuple: T, now: number) => boolean;
   /** May return a promise: its tuples are then deleted once it resolves (at-least-once). */
-  onExpired?: (tuples: Tuple[]) => unknown;
+  onExpired?: (tuples: T[]) => unknown;
   /**
    * Replaces the delete (the Lua module's process_expired_tuple): called inside the chunk's
    * transaction with the expired tuples, still stored; it may update, re-insert or delete them,
    * or write to other spaces. Synchronous; a throw rolls the chunk back in every space.
    */
-  processExpired?: (tuples: Tuple[], task: Task) => void;
-  onFullScanStart?: (task: Task) => void;
-  onFullScanSuccess?: (task: Task) => void;
-  onFullScanError?: (task: Task, error: unknown) => void;
-  onFullScanComplete?: (task: Task) => void;
+  processExpired?: (tuples: T[], task: Task<T>) => void;
+  onFullScanStart?: (task: Task<T>) => void;
+  onFullScanSuccess?: (task: Task<T>) => void;
+  onFullScanError?: (task: Task<T>, error: unknown) => void;
+  onFullScanComplete?: (task: Task<T>) => void;
   keepAlive?: boolean;
   /**
    * Share of one core, in (0, 1], that backlog mode may use over a sliding 1 s window (default

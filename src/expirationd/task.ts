@@ -31,7 +31,6 @@
 // async onExpired) finishes as it would, then schedules nothing. start() on a stopped task
 // schedules the next chunk of the same pass (on the next turn of the event loop), unless that
 // chunk is still running: then its end schedules the next one. A stopped task holds no timer.
-import { EventEmitter } from 'node:events';
 import { Iter, type NativeCursor } from '../native/loader.js';
 import type { Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
@@ -39,6 +38,7 @@ import { handleOf, onDrop, onInsert, type Space } from '../space/space.js';
 import { ignoreRejection, isThenable, keyOf } from './chunk.js';
 import type { Config, PassCallback } from './options.js';
 import { tasks } from './registry.js';
+import { TypedEmitter, type TaskEvents } from './events.js';
 import { burstSize, BURST_MS, chunkDelay, chunkObserver, cpuClock, CPU_WINDOW_MS, CpuWindow, Scheduler } from './scheduler.js';
 import { earlyBreak } from './strategies/early-break.js';
 import { fullScan } from './strategies/full-scan.js';
@@ -99,9 +99,13 @@ function messageOf(error: unknown): string {
 /** See Task.state. */
 export type TaskState = 'running' | 'stopped' | 'killed';
 
-export class Task extends EventEmitter {
+/**
+ * A running expiration task over a Space<T>; an EventEmitter of TaskEvents<T> ('expired',
+ * 'fullScan', 'error').
+ */
+export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEvents<T>> {
   readonly name: string;
-  readonly space: Space;
+  readonly space: Space<T, any>;
   /** The most recent error of a chunk or callback, whether or not anyone listened for it. */
   lastError: unknown = undefined;
   readonly #config: Config;
@@ -153,7 +157,7 @@ export class Task extends EventEmitter {
   #firstNow: number | undefined;
 
   /** @internal use expirationd.start() */
-  constructor(name: string, space: Space, config: Config) {
+  constructor(name: string, space: Space<T, any>, config: Config) {
     super();
     this.name = name;
     this.space = space;

@@ -9,6 +9,7 @@ import type { Space } from './space.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 import { atomicActive, enlist } from './atomic.js';
 import { ttlClock } from './ttl.js';
+import type { KeyPrefix } from './keys.js';
 
 export interface SelectOptions {
   iterator?: IteratorType;
@@ -16,20 +17,25 @@ export interface SelectOptions {
   offset?: number;
 }
 
-export class Index {
+/**
+ * An index of a Space<T>. K is its full key (get, update), R what its reads take (a prefix of K
+ * on a TREE index). Both are the untyped Key unless createIndex() worked them out from literal
+ * parts on a typed space (see keys.ts).
+ */
+export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
   readonly name: string;
   readonly id: number;
   readonly type: IndexType;
   readonly unique: boolean;
   readonly parts: readonly Part[];
-  readonly space: Space;
+  readonly space: Space<T, any>;
   readonly #h: NativeSpace;
   readonly #stored: ((tuple: Tuple) => void) | undefined;
   /** A TTL space's clock: every read passes now() and the addon hides expired tuples. */
   readonly #now: (() => number) | undefined;
 
   /** @internal `stored`: called with the new tuple after an update (the space's insert watchers). */
-  constructor(space: Space, handle: NativeSpace, id: number, name: string, type: IndexType, unique: boolean, parts: Part[],
+  constructor(space: Space<T, any>, handle: NativeSpace, id: number, name: string, type: IndexType, unique: boolean, parts: Part[],
     stored?: (tuple: Tuple) => void) {
     this.space = space;
     this.#h = handle;
@@ -43,46 +49,46 @@ export class Index {
   }
 
   /** The tuple with this full key, or undefined. Unique indexes only. */
-  get(key: Key): Tuple | undefined {
+  get(key: K): T | undefined {
     if (this.#now !== undefined) return this.#getTtl(key, this.#now);
-    return decodeOne(this.#h.get(this.id, packKey(checkKey('get', key)), scratchBuffer()));
+    return decodeOne(this.#h.get(this.id, packKey(checkKey('get', key)), scratchBuffer())) as T | undefined;
   }
 
   // now() runs first: it is user code, and may read the space (the scratch Buffer, msgpackr).
-  #getTtl(key: Key, clock: () => number): Tuple | undefined {
+  #getTtl(key: K, clock: () => number): T | undefined {
     const now = clock();
-    return decodeOne(this.#h.get(this.id, packKey(checkKey('get', key)), scratchBuffer(), now));
+    return decodeOne(this.#h.get(this.id, packKey(checkKey('get', key)), scratchBuffer(), now)) as T | undefined;
   }
 
-  select(key?: Key, options?: SelectOptions): Tuple[] {
+  select(key?: R, options?: SelectOptions): T[] {
     const o = checkOptions('select', options, ['iterator', 'limit', 'offset']);
     const iterator = iteratorOf('select', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
     const limit = checkCount('select', 'limit', o.limit, Infinity, true);
     const offset = checkCount('select', 'offset', o.offset, 0, true);
     const now = this.#now?.();
-    return decodeMany(this.#h.select(this.id, packKey(checkKey('select', key)), iterator, limit, offset, scratchBuffer(), now));
+    return decodeMany(this.#h.select(this.id, packKey(checkKey('select', key)), iterator, limit, offset, scratchBuffer(), now)) as T[];
   }
 
   /** A lazy iterator; it stays valid while the space changes between steps. */
-  pairs(key?: Key, options?: { iterator?: IteratorType }): IterableIterator<Tuple> {
+  pairs(key?: R, options?: { iterator?: IteratorType }): IterableIterator<T> {
     const o = checkOptions('pairs', options, ['iterator']);
     const iterator = iteratorOf('pairs', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
-    return new TupleIterator(this.#h.cursor(this.id, packKey(checkKey('pairs', key)), iterator), this.#now);
+    return new TupleIterator<T>(this.#h.cursor(this.id, packKey(checkKey('pairs', key)), iterator), this.#now);
   }
 
   /** The first tuple (with this key prefix, when given). TREE only. */
-  min(key?: Key): Tuple | undefined {
+  min(key?: R): T | undefined {
     const now = this.#now?.();
-    return decodeOne(this.#h.minmax(this.id, packKey(checkKey('min', key)), false, scratchBuffer(), now));
+    return decodeOne(this.#h.minmax(this.id, packKey(checkKey('min', key)), false, scratchBuffer(), now)) as T | undefined;
   }
 
   /** The last tuple (with this key prefix, when given). TREE only. */
-  max(key?: Key): Tuple | undefined {
+  max(key?: R): T | undefined {
     const now = this.#now?.();
-    return decodeOne(this.#h.minmax(this.id, packKey(checkKey('max', key)), true, scratchBuffer(), now));
+    return decodeOne(this.#h.minmax(this.id, packKey(checkKey('max', key)), true, scratchBuffer(), now)) as T | undefined;
   }
 
-  count(key?: Key, options?: { iterator?: IteratorType }): number {
+  count(key?: R, options?: { iterator?: IteratorType }): number {
     const o = checkOptions('count', options, ['iterator']);
     const iterator = iteratorOf('count', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
     const now = this.#now?.();
@@ -98,7 +104,7 @@ export class Index {
    * Applies Tarantool update operations to the tuple with this full key (unique indexes only),
    * natively and atomically; returns the new tuple, or undefined when the key is absent.
    */
-  update(key: Key, ops: UpdateOp[]): Tuple | undefined {
+  update(key: K, ops: UpdateOp[]): T | undefined {
     const k = packKey(checkKey('update', key));
     const end = packOpsFast(checkOps('update', ops));
     if (atomicActive) enlist(this.space, this.#h);
@@ -109,7 +115,7 @@ export class Index {
       const o = packOps(ops);
       result = this.#h.update(this.id, k, o, o.start, o.end, scratchBuffer());
     }
-    const tuple = decodeOne(result);
+    const tuple = decodeOne(result) as T | undefined;
     if (tuple !== undefined && this.#stored !== undefined) this.#stored(tuple);
     return tuple;
   }

@@ -3,7 +3,7 @@
 import type { NativeCursor } from '../native/loader.js';
 import { decodeOne, scratchBuffer, type Tuple } from '../native/codec.js';
 
-export class TupleIterator implements IterableIterator<Tuple> {
+export class TupleIterator<T extends unknown[] = Tuple> implements IterableIterator<T> {
   private cursor: NativeCursor | undefined;
   /** A TTL space's clock: read at every step, so no tuple that expired meanwhile is returned. */
   private readonly now: (() => number) | undefined;
@@ -13,7 +13,7 @@ export class TupleIterator implements IterableIterator<Tuple> {
     this.now = now;
   }
 
-  next(): IteratorResult<Tuple> {
+  next(): IteratorResult<T> {
     if (this.cursor === undefined) return { done: true, value: undefined };
     let tuple: Tuple | undefined;
     if (this.now === undefined) tuple = decodeOne(this.cursor.next(scratchBuffer()));
@@ -26,15 +26,15 @@ export class TupleIterator implements IterableIterator<Tuple> {
       this.cursor = undefined;
       return { done: true, value: undefined };
     }
-    return { done: false, value: tuple };
+    return { done: false, value: tuple as T };
   }
 
-  return(): IteratorResult<Tuple> {
+  return(): IteratorResult<T> {
     this.cursor = undefined;
     return { done: true, value: undefined };
   }
 
-  [Symbol.iterator](): IterableIterator<Tuple> {
+  [Symbol.iterator](): IterableIterator<T> {
     return this;
   }
 }

@@ -12,20 +12,22 @@ import { decodeOne, pack, packKey, packOps, packRange, scratchBuffer, type Key, 
 import { CappedError, illegal } from '../errors.js';
 import { checkCount, checkName, checkOptions, checkTuple } from '../validate.js';
 import { checkKey, checkParts, type IndexType, type IteratorType } from './args.js';
+import type { IndexKey, KeyPrefix, PartSpec, ReadKey } from './keys.js';
 import { Index, type SelectOptions } from './index.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 import { atomicActive, enlist, runAtomic } from './atomic.js';
 import { checkTtl, setTtlClock, ttlClock, type TtlDeclaration, type TtlOptions } from './ttl.js';
 
+export type { FieldValue, FullKey, IndexKey, KeyPrefix, PartSpec, PartValue, ReadKey } from './keys.js';
 export type { FieldType, IndexType, IteratorType, Part } from './args.js';
 export { Index, type SelectOptions } from './index.js';
 export type { UpdateOp, UpdateOperator } from './update.js';
 export type { TtlDeclaration, TtlOptions, TtlUnit } from './ttl.js';
 
-export interface IndexOptions {
-  type?: IndexType;
+export interface IndexOptions<Parts extends readonly PartSpec[] = readonly PartSpec[], Type extends IndexType = IndexType> {
+  type?: Type;
   unique?: boolean;
-  parts: Array<import('./args.js').Part | [number, import('./args.js').FieldType]>;
+  parts: Parts;
 }
 
 export interface SpaceOptions {
@@ -40,17 +42,20 @@ export interface MemoryUsage {
   total: number;
 }
 
-let handleOfSpace: (space: Space) => NativeSpace | undefined;
-const dropHooks = new WeakMap<Space, Set<() => void>>();
+// Any space, whatever its tuple and key types: what the internal hooks take.
+type AnySpace = Space<any, any>;
+
+let handleOfSpace: (space: AnySpace) => NativeSpace | undefined;
+const dropHooks = new WeakMap<AnySpace, Set<() => void>>();
 type InsertWatcher = (tuple: Tuple) => void;
-let setWatcher: (space: Space, watcher: InsertWatcher | undefined) => void;
-const insertHooks = new WeakMap<Space, Set<InsertWatcher>>();
+let setWatcher: (space: AnySpace, watcher: InsertWatcher | undefined) => void;
+const insertHooks = new WeakMap<AnySpace, Set<InsertWatcher>>();
 
 /**
  * @internal The native handle of a space, for the daemon and for tests that reach past the
  * public API. Not exported from the package's entry.
  */
-export function handleOf(space: Space): NativeSpace {
+export function handleOf(space: AnySpace): NativeSpace {
   const h = handleOfSpace(space);
   if (h === undefined) throw illegal('not a Space');
   return h;
@@ -60,7 +65,7 @@ export function handleOf(space: Space): NativeSpace {
  * @internal Calls fn(tuple) after each tuple that insert, replace or insertMany stored (after the
  * native call succeeded); returns the function that unregisters it. fn must not throw.
  */
-export function onInsert(space: Space, fn: InsertWatcher): () => void {
+export function onInsert(space: AnySpace, fn: InsertWatcher): () => void {
   let hooks = insertHooks.get(space);
   if (hooks === undefined) insertHooks.set(space, (hooks = new Set()));
   hooks.add(fn);
@@ -79,20 +84,25 @@ export function onInsert(space: Space, fn: InsertWatcher): () => void {
 }
 
 /** @internal Calls fn when the space is dropped; returns the function that unregisters it. */
-export function onDrop(space: Space, fn: () => void): () => void {
+export function onDrop(space: AnySpace, fn: () => void): () => void {
   let hooks = dropHooks.get(space);
   if (hooks === undefined) dropHooks.set(space, (hooks = new Set()));
   hooks.add(fn);
   return () => dropHooks.get(space)?.delete(fn);
 }
 
-export class Space {
+/**
+ * A space of tuples of type T (default unknown[]: any array). K is the primary key, the untyped
+ * Key unless given: `new Space<[string, number], string>('s')`. T is what reads return; nothing
+ * checks at run time that stored tuples have its shape, nor that update operations keep it.
+ */
+export class Space<T extends unknown[] = unknown[], K = Key> {
   readonly name: string;
-  /** Indexes by name, and by number (0 is the primary). */
-  readonly index: Record<string, Index> = Object.create(null);
+  /** Indexes by name, and by number (0 is the primary); keys untyped (createIndex() returns them typed). */
+  readonly index: Record<string, Index<T>> = Object.create(null);
   readonly #h: NativeSpace;
   #watch: InsertWatcher | undefined = undefined;
-  private readonly list: Index[] = [];
+  private readonly list: Index<T>[] = [];
 
   static {
     handleOfSpace = (space) => (space !== null && typeof space === 'object' && #h in space ? space.#h : undefined);
@@ -128,11 +138,16 @@ export class Space {
   }
 
   /** All indexes, primary first. */
-  get indexes(): readonly Index[] {
+  get indexes(): readonly Index<T>[] {
     return this.list;
   }
 
-  createIndex(name: string, options: IndexOptions): Index {
+  /**
+   * On a typed space with literal parts, the index's key type is worked out from them (see
+   * keys.ts): `createIndex('pk', { parts: [[1, 'string']] })` returns an Index<T, string | [string]>.
+   */
+  createIndex<const Parts extends readonly PartSpec[], Type extends IndexType = 'TREE'>(name: string,
+    options: IndexOptions<Parts, Type>): Index<T, IndexKey<T, Parts>, ReadKey<IndexKey<T, Parts>, Type>> {
     checkName('createIndex', name);
     const o = checkOptions('createIndex', options, ['type', 'unique', 'parts']);
     if (options === undefined) throw illegal('createIndex: options with parts are required');
@@ -147,19 +162,19 @@ export class Space {
     this.list.push(index);
     this.index[name] = index;
     this.index[id] = index;
-    return index;
+    return index as Index<T, never>;
   }
 
-  private get primary(): Index {
+  private get primary(): Index<T, K> {
     const pk = this.list[0];
     if (pk === undefined) {
       if (this.isDropped) throw new CappedError(`Space '${this.name}' was dropped`, 'ER_SPACE_DROPPED');
       throw new CappedError(`Space '${this.name}' has no primary index yet: create one first`, 'ER_NO_PRIMARY_INDEX');
     }
-    return pk;
+    return pk as Index<T, K>;
   }
 
-  insert(tuple: Tuple): Tuple {
+  insert(tuple: T): T {
     if (this.#now !== undefined) return this.#insertTtl(tuple);
     const b = packRange(checkTuple('insert', tuple));
     if (atomicActive) enlist(this, this.#h);
@@ -170,7 +185,7 @@ export class Space {
 
   // A TTL space's insert: a stored tuple with the same primary key whose TTL is <= now does not
   // block it (it is replaced, in the same native statement). now() runs before packing.
-  #insertTtl(tuple: Tuple): Tuple {
+  #insertTtl(tuple: T): T {
     const now = (this.#now as () => number)();
     const b = packRange(checkTuple('insert', tuple));
     if (atomicActive) enlist(this, this.#h);
@@ -179,7 +194,7 @@ export class Space {
     return tuple;
   }
 
-  replace(tuple: Tuple): Tuple {
+  replace(tuple: T): T {
     const b = packRange(checkTuple('replace', tuple));
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, true, b.start, b.end);
@@ -188,7 +203,7 @@ export class Space {
   }
 
   /** Inserts every tuple in one native call, all or nothing. Returns the count. */
-  insertMany(tuples: Tuple[]): number {
+  insertMany(tuples: T[]): number {
     if (!Array.isArray(tuples)) throw new CappedError('insertMany: expects an array of tuples', 'ER_TUPLE_FORMAT');
     tuples.forEach((t, i) => checkTuple(`insertMany: tuple #${i}`, t));
     if (atomicActive) enlist(this, this.#h);
@@ -198,7 +213,7 @@ export class Space {
     return count;
   }
 
-  get(key: Key): Tuple | undefined {
+  get(key: K): T | undefined {
     return this.primary.get(key);
   }
 
@@ -206,7 +221,7 @@ export class Space {
    * Applies Tarantool update operations to the tuple with this primary key, natively and
    * atomically across all indexes; returns the new tuple, or undefined when the key is absent.
    */
-  update(key: Key, ops: UpdateOp[]): Tuple | undefined {
+  update(key: K, ops: UpdateOp[]): T | undefined {
     return this.primary.update(key, ops);
   }
 
@@ -215,7 +230,7 @@ export class Space {
    * as Tarantool does (an operation that fails on it is skipped; a result that would change the
    * primary key is dropped). Returns nothing, as in Tarantool.
    */
-  upsert(tuple: Tuple, ops: UpdateOp[]): void {
+  upsert(tuple: T, ops: UpdateOp[]): void {
     const t = pack(checkTuple('upsert', tuple));
     const end = packOpsFast(checkOps('upsert', ops));
     if (atomicActive) enlist(this, this.#h);
@@ -229,20 +244,20 @@ export class Space {
   }
 
   /** Deletes by primary key; returns the deleted tuple, or undefined. */
-  delete(key: Key): Tuple | undefined {  // a TTL space's expired tuple too: delete sees what is stored
+  delete(key: K): T | undefined {  // a TTL space's expired tuple too: delete sees what is stored
     if (atomicActive) enlist(this, this.#h);
-    return decodeOne(this.#h.delete(packKey(checkKey('delete', key)), scratchBuffer()));
+    return decodeOne(this.#h.delete(packKey(checkKey('delete', key)), scratchBuffer())) as T | undefined;
   }
 
-  select(key?: Key, options?: SelectOptions): Tuple[] {
+  select(key?: KeyPrefix<K>, options?: SelectOptions): T[] {
     return this.primary.select(key, options);
   }
 
-  pairs(key?: Key, options?: { iterator?: IteratorType }): IterableIterator<Tuple> {
+  pairs(key?: KeyPrefix<K>, options?: { iterator?: IteratorType }): IterableIterator<T> {
     return this.primary.pairs(key, options);
   }
 
-  count(key?: Key, options?: { iterator?: IteratorType }): number {
+  count(key?: KeyPrefix<K>, options?: { iterator?: IteratorType }): number {
     return this.primary.count(key, options);
   }
 
