@@ -2,7 +2,7 @@
 // anchor's own workload and measured the way it measures itself (issue 15).
 //
 //   npm run bench:anchor [-- --runs 3 --tuples 1000000 --expired 0.1 --scan-size 1024 --scan-time 1
-//                            --no-anchor --no-pauses --snapshot DIR --anchor-script FILE]
+//                            --no-anchor --no-pauses --no-native --snapshot DIR --anchor-script FILE]
 //
 // The anchor is /work/shared/anchors/capped_bench.lua, run by run-capped.sh (override with
 // --anchor-script, or ANCHOR_SCRIPT) against a git directory of sonntex/tarantool-capped-expirationd
@@ -27,7 +27,9 @@
 // longest chunk (the task's own measure of a chunk's synchronous part, max over rounds). Unless
 // --no-pauses, one more run of each of our workloads measures the longest event-loop pause with
 // monitorEventLoopDelay (1 ms resolution; its timer costs CPU, so that run is not in the CPU
-// figures). Without tarantool on the PATH the anchor columns are skipped, with how to install it.
+// figures). Unless --no-native, one more run of each times the native chunk alone (expireChunk
+// back to back until the pass ends: no timers, no poll), the floor under our CPU figure.
+// Without tarantool on the PATH the anchor columns are skipped, with how to install it.
 import { execFile, fork } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -50,6 +52,15 @@ interface OurConfig extends Workload {
   pk: Pk;
   /** The pause run: monitorEventLoopDelay on, CPU not reported. */
   pauses: boolean;
+  /** The native run: the chunk alone, expireChunk back to back, no timers (the floor). */
+  native?: boolean;
+}
+
+interface NativeResult {
+  config: OurConfig;
+  cpuMs: number;
+  expired: number;
+  chunks: number;
 }
 
 interface OurResult {
@@ -97,7 +108,7 @@ function numberFlag(name: string, fallback: number, min: number): number {
 // ---------------------------------------------------------------------------------------------
 // Child: one run of our side.
 
-async function runOurs(config: OurConfig): Promise<OurResult> {
+async function runOurs(config: OurConfig): Promise<OurResult | NativeResult> {
   const { Space, expirationd } = await import('../src/index.js');
   const { chunkObserver } = await import('../src/expirationd/scheduler.js');
   const space = new Space('tester');
@@ -116,6 +127,7 @@ async function runOurs(config: OurConfig): Promise<OurResult> {
     space.insertMany(batch);
   }
   (globalThis as { gc?: () => void }).gc?.();
+  if (config.native) return nativeLoop(config, space, now);
 
   let longestChunkMs = 0;
   let inChunksMs = 0;
@@ -173,10 +185,32 @@ async function runOurs(config: OurConfig): Promise<OurResult> {
   };
 }
 
+/** The chunk alone: expireChunk called back to back on the space's handle until its pass ends. */
+async function nativeLoop(config: OurConfig, space: import('../src/index.js').Space, now: number): Promise<NativeResult> {
+  const { handleOf } = await import('../src/space/space.js');
+  const h = handleOf(space);
+  const indexed = config.mode === 'indexed';
+  const cursor = h.cursor(indexed ? 1 : 0, undefined, 2 /* Iter.ALL */, true);
+  const out = new Float64Array(5);
+  const scratch = Buffer.alloc(64);
+  let expired = 0;
+  let chunks = 0;
+  const cpu0 = process.cpuUsage();
+  do {
+    h.expireChunk(cursor, 2, config.scanSize, now, indexed, 0, out, scratch);
+    expired += out[1];
+    chunks++;
+  } while (out[2] !== 1);
+  const cpu = process.cpuUsage(cpu0);
+  return { config, cpuMs: (cpu.user + cpu.system) / 1000, expired, chunks };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Parent: the rounds and the table.
 
-function spawnOurs(config: OurConfig): Promise<OurResult> {
+function spawnOurs(config: OurConfig & { native?: false }): Promise<OurResult>;
+function spawnOurs(config: OurConfig & { native: true }): Promise<NativeResult>;
+function spawnOurs(config: OurConfig): Promise<OurResult | NativeResult> {
   const tsx = pathToFileURL(createRequire(path.join(ROOT, 'package.json')).resolve('tsx')).href;
   return new Promise((resolve, reject) => {
     const child = fork(HERE, ['--child', JSON.stringify(config)], {
@@ -184,9 +218,9 @@ function spawnOurs(config: OurConfig): Promise<OurResult> {
       execArgv: ['--expose-gc', '--import', tsx],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    let result: OurResult | undefined;
+    let result: OurResult | NativeResult | undefined;
     let error: string | undefined;
-    child.on('message', (m: { result?: OurResult; error?: string }) => {
+    child.on('message', (m: { result?: OurResult | NativeResult; error?: string }) => {
       result = m.result;
       error = m.error;
     });
@@ -285,7 +319,14 @@ async function main(): Promise<void> {
       }
     }
   }
+  const natives = new Map<string, NativeResult>();
   const pauses = new Map<string, number>();
+  if (!process.argv.includes('--no-native')) {
+    for (const row of ROWS) {
+      process.stderr.write(`native run: ours, ${row.label}\n`);
+      natives.set(row.label, await spawnOurs({ ...w, mode: row.mode, pk: row.pk, pauses: false, native: true }));
+    }
+  }
   if (!process.argv.includes('--no-pauses')) {
     for (const row of ROWS) {
       process.stderr.write(`pause run: ours, ${row.label}\n`);
@@ -295,14 +336,14 @@ async function main(): Promise<void> {
     }
   }
 
-  const head = ['workload', 'ours CPU ms', 'ours ns/expired', 'in chunks ms', 'ours wall ms', 'wake-ups pass/all', 'chunks pass/all', 'p99 chunk ms', 'longest chunk ms',
+  const head = ['workload', 'ours CPU ms', 'ours ns/expired', 'in chunks ms', 'native loop ms', 'ours wall ms', 'wake-ups pass/all', 'chunks pass/all', 'p99 chunk ms', 'longest chunk ms',
     'longest pause ms', 'expired', 'remaining', 'Tarantool CPU ms', 'Tarantool ns/expired', 'Tarantool wall ms', 'ours/Tarantool CPU'];
   const rows: string[][] = [];
   let ok = true;
   for (const row of ROWS) {
     const all = ours.get(row.label)!;
     const timed = all.filter((r) => !Number.isNaN(r.cpuMs));
-    for (const r of all) {
+    for (const r of [...all, ...(natives.has(row.label) ? [{ ...natives.get(row.label)!, remaining: w.tuples - expectedExpired }] : [])]) {
       if (r.expired !== expectedExpired || r.remaining !== w.tuples - expectedExpired) {
         ok = false;
         console.log(`ERROR: ${row.label}: expired ${r.expired}, ${r.remaining} remaining; expected ${expectedExpired} and ${w.tuples - expectedExpired}`);
@@ -320,6 +361,7 @@ async function main(): Promise<void> {
       fmt(cpu, 1),
       fmt((cpu * 1e6) / expectedExpired),
       fmt(median(timed.map((r) => r.inChunksMs)), 1),
+      natives.has(row.label) ? fmt(natives.get(row.label)!.cpuMs, 1) : dash,
       fmt(median(timed.map((r) => r.wallMs))),
       `${fmt(median(timed.map((r) => r.passWakeups)))}/${fmt(median(timed.map((r) => r.wakeups)))}`,
       `${fmt(median(timed.map((r) => r.passChunks)))}/${fmt(median(timed.map((r) => r.chunks)))}`,
@@ -337,7 +379,8 @@ async function main(): Promise<void> {
   console.log(table(head, rows));
   console.log('CPU: the whole process (process.cpuUsage(); os.clock() for Tarantool), from the task\'s start until the TTL');
   console.log(`index's min() is live, polled every ${POLL_MS} ms on both sides; ns/expired = CPU / expired tuples. Longest chunk:`);
-  console.log('max over all runs (p99: median); both are wall time, so on a loaded machine they include preemption; longest pause: a separate run with monitorEventLoopDelay (1 ms resolution).');
+  console.log('max over all runs (p99: median); both are wall time, so on a loaded machine they include preemption. Native loop: CPU of\n' +
+    'the chunks alone, expireChunk back to back in one more run (no timers, no poll). Longest pause: a separate run with monitorEventLoopDelay (1 ms resolution).');
   const goals = goalLines(head, rows);
   for (const g of goals) console.log(g);
   if (!ok) process.exitCode = 1;
@@ -348,11 +391,14 @@ function goalLines(head: string[], rows: string[][]): string[] {
   const num = (s: string) => Number(s.replace(/,/g, '').split(/[ /]/)[0]);
   const ratio = num(cell('non-indexed, TREE pk', 'ours/Tarantool CPU'));
   const wakeups = (label: string) => cell(label, 'wake-ups pass/all').split('/')[0];
+  const floor = num(cell('non-indexed, TREE pk', 'native loop ms'));
+  const theirs = num(cell('non-indexed, TREE pk', 'Tarantool CPU ms'));
+  const floorNote = Number.isNaN(floor) || Number.isNaN(theirs) ? '' : ` (the native chunks alone: ${fmt(floor, 1)} ms, ${fmt(floor / theirs, 2)} of Tarantool's)`;
   const hash = num(cell('indexed, HASH pk', 'ours ns/expired'));
   const tree = num(cell('indexed, TREE pk', 'ours ns/expired'));
   return [
     'Goals (issue 15):',
-    `- non-indexed pass, ours/Tarantool CPU ≤ 0.25: ${Number.isNaN(ratio) ? 'no anchor' : `${fmt(ratio, 2)} ${ratio <= 0.25 ? 'met' : 'MISSED'}`}; ` +
+    `- non-indexed pass, ours/Tarantool CPU ≤ 0.25: ${Number.isNaN(ratio) ? 'no anchor' : `${fmt(ratio, 2)} ${ratio <= 0.25 ? 'met' : 'MISSED'}${floorNote}`}; ` +
       `timer wake-ups per pass ≤ 100: TREE ${wakeups('non-indexed, TREE pk')}, HASH ${wakeups('non-indexed, HASH pk')}`,
     `- indexed ns/expired ≤ 350 over HASH: ${fmt(hash)} ${hash <= 350 ? 'met' : 'MISSED'}; ≤ 600 over TREE: ${fmt(tree)} ${tree <= 600 ? 'met' : 'MISSED'}`,
   ];
