@@ -10,7 +10,8 @@
 // decides which; every chunk is still its own transaction, and between two chunks there is always
 // a setImmediate, so the event loop turns and the longest pause is one chunk):
 // - Bursts (a paced pass): a timer wake-up runs up to k = burstSize() chunks back to back, where
-//   k = ceil(chunks per pass / MAX_WAKEUPS_PER_PASS), chunks per pass = ceil((len + 1) / scanSize),
+//   k = ceil(chunks per pass / MAX_WAKEUPS_PER_PASS), chunks per pass = ceil((len + 1) / scanSize)
+//   with len = itIndex.len() when the pass began (or now, if larger),
 //   and stops early once the burst has used BURST_MS of CPU. After n chunks it sleeps
 //   n * chunkDelay (plus fullScanDelay when the burst ended the pass): the formula's average rate,
 //   with at most about 100 timer wake-ups per pass (a 1M pass at scanSize 1024 is 977 chunks,
@@ -57,9 +58,15 @@ export function chunkDelay(config: Config): number {
   return Math.min(scanSize * scanTime / (it.len() + 1), iterationDelay);
 }
 
-/** Chunks a timer wake-up of a paced pass runs: ceil(chunks per pass / MAX_WAKEUPS_PER_PASS). */
-export function burstSize(config: Config): number {
-  const chunksPerPass = Math.ceil((config.it.len() + 1) / config.scanSize);
+/**
+ * Chunks a timer wake-up of a paced pass runs: ceil(chunks per pass / MAX_WAKEUPS_PER_PASS).
+ * `passLen`: itIndex.len() when the pass began. A pass visits every tuple that was there, so the
+ * pass is sized by the larger of that and the current len: sized by the current len alone, a pass
+ * that deletes as it goes shrinks its bursts and overruns the 100 wake-ups (1M tuples, 10%
+ * expired: 101 instead of 98).
+ */
+export function burstSize(config: Config, passLen = 0): number {
+  const chunksPerPass = Math.ceil((Math.max(config.it.len(), passLen) + 1) / config.scanSize);
   return Math.max(1, Math.ceil(chunksPerPass / MAX_WAKEUPS_PER_PASS));
 }
 

@@ -140,6 +140,8 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   /** Chunks run, and their CPU (ms), since the last wake-up. */
   #burst = 0;
   #burstCpu = 0;
+  /** itIndex.len() when the running pass began (sizes its bursts). */
+  #passLen = 0;
   /**
    * While a due-time task sleeps between passes: when the wake-up is due, and the earliest it may
    * be (task's unit). -Infinity when an insert cannot bring anything forward (running, inside a
@@ -355,6 +357,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     }
     if (!this.#passStarted) {
       this.#passStarted = true;
+      this.#passLen = this.#config.it.len();
       this.#passStartNow = undefined;
       this.#passFailed = false;
       this.#passError = undefined;
@@ -435,7 +438,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       else this.#schedule(this.chunkDelay, false, 'wait');
       return;
     }
-    if (this.#burst < burstSize(config) && this.#burstCpu < BURST_MS) this.#schedule(0, false, 'continue');
+    if (this.#burst < burstSize(config, this.#passLen) && this.#burstCpu < BURST_MS) this.#schedule(0, false, 'continue');
     else this.#schedule(this.#burst * this.chunkDelay, false, 'wait');
   }
 
