@@ -455,7 +455,10 @@ uint32_t Space::check_key(const Index& index, const uint8_t* key, size_t size, c
 }
 
 std::string Space::check_integrity() const {
-  if (indexes_.empty()) return "";
+  if (indexes_.empty()) return bytes_ == 0 ? "" : "bsize() is " + std::to_string(bytes_) + " without an index";
+  uint64_t bytes = 0;
+  indexes_[0]->each([&](Tuple* t) { bytes += t->size; });
+  if (bytes != bytes_) return "bsize() is " + std::to_string(bytes_) + ", the tuples take " + std::to_string(bytes);
   const size_t n = indexes_[0]->size();
   for (const auto& idx : indexes_) {
     if (idx->size() != n) return "index '" + idx->name() + "' has " + std::to_string(idx->size()) + " entries, primary " + std::to_string(n);

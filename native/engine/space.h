@@ -212,7 +212,8 @@ class Space {
   // types. Returns the part count and sets *first to the first part.
   uint32_t check_key(const Index& index, const uint8_t* key, size_t size, const uint8_t** first) const;
 
-  // Walks every index and compares it with the primary; for tests. Returns "" when sound.
+  // Walks every index and compares it with the primary, and bsize() with the tuples; for tests.
+  // Returns "" when sound.
   std::string check_integrity() const;
 
  private:
