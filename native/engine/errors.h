@@ -43,6 +43,7 @@ inline constexpr const char* kUpdateOp = "ER_UPDATE_OP";
 inline constexpr const char* kUpdateField = "ER_UPDATE_FIELD";
 inline constexpr const char* kUpdateIntegerOverflow = "ER_UPDATE_INTEGER_OVERFLOW";
 inline constexpr const char* kCantUpdatePrimaryKey = "ER_CANT_UPDATE_PRIMARY_KEY";
+inline constexpr const char* kSpaceFull = "ER_SPACE_FULL";
 }  // namespace err
 
 }  // namespace ce

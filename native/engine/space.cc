@@ -9,8 +9,15 @@
 
 namespace ce {
 
-Space::Space(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno)
-    : name_(std::move(name)), max_tuple_size_(max_tuple_size), ttl_fieldno_(ttl_fieldno) {}
+Space::Space(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno, SpaceCaps caps)
+    : name_(std::move(name)), max_tuple_size_(max_tuple_size), ttl_fieldno_(ttl_fieldno), caps_(caps) {
+  if (caps_.max_tuples == 0 || caps_.max_bytes == 0)
+    throw DbError(err::kIllegalParams, "Space '" + name_ + "': maxTuples and maxBytes must be positive");
+  if (caps_.evict && !caps_.capped())
+    throw DbError(err::kIllegalParams, "Space '" + name_ + "': onFull 'evictExpiring' needs maxTuples or maxBytes");
+  if (caps_.evict && ttl_fieldno_ == kNoTtlField)
+    throw DbError(err::kIllegalParams, "Space '" + name_ + "': onFull 'evictExpiring' needs a TTL field (the ttl option)");
+}
 
 Space::~Space() {
   // Live tuples are in the primary; tuples removed by an open transaction are in the undo log.
@@ -61,6 +68,11 @@ uint32_t Space::create_index(const std::string& name, const std::string& kind, b
   fault::point();
   indexes_.reserve(indexes_.size() + 1);
   indexes_.push_back(std::move(idx));
+  const Index& added = *indexes_.back();
+  const KeyPart lead = added.key_def().parts()[0];
+  if (evict_index_ == UINT32_MAX && added.ordered() && lead.fieldno == ttl_fieldno_ &&
+      (lead.type == FieldType::kUnsigned || lead.type == FieldType::kInteger || lead.type == FieldType::kNumber))
+    evict_index_ = id;
   return id;
 }
 
@@ -81,6 +93,7 @@ void Space::check_tuple(const uint8_t* data, size_t size, bool checked) const {
 }
 
 void Space::insert(const uint8_t* data, size_t size, bool replace, double now) {
+  clear_evicted();
   require_primary();
   check_size(size);
   // Copy first, validate the copy: the caller's bytes may be shared with another thread.
@@ -124,7 +137,62 @@ void Space::insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared, double no
     Tuple* dup = idx.find_dup(t, prepared_[i]);
     if (dup != nullptr && dup != old) throw duplicate(idx);
   }
-  apply(old, t, prepared_.data(), indexes_.size());
+  store(old, t, prepared_.data(), indexes_.size());
+}
+
+void Space::clear_evicted() noexcept {
+  if (evicted_.capacity() > (size_t(1) << 20)) std::string().swap(evicted_);  // frees, never allocates
+  else evicted_.clear();
+}
+
+void Space::store(Tuple* old, Tuple* nw, const uint64_t* prepared, size_t n) {
+  if (!caps_.capped()) return apply(old, nw, prepared, n);
+  if (caps_.evict && evict_index_ == UINT32_MAX)
+    throw DbError(err::kIllegalParams, "Space '" + name_ + "' evicts the tuples with the smallest TTL when full "
+                                       "(onFull 'evictExpiring'), which needs a TREE index whose first part is its "
+                                       "TTL field (field " + std::to_string(ttl_fieldno_ + 1) +
+                                       ", numeric): create one before storing tuples");
+  if (fits(old, nw)) return apply(old, nw, prepared, n);
+  if (!caps_.evict) throw full(old, nw);
+  const size_t mark = evicted_.size();
+  const size_t sp = begin();
+  try {
+    evict_for(old, nw);
+    apply(old, nw, prepared, n);
+  } catch (...) {
+    rollback(sp);
+    evicted_.resize(mark);
+    throw;
+  }
+  commit(sp);
+}
+
+DbError Space::full(const Tuple* old, const Tuple* nw) const {
+  std::string why;
+  if (len() + (old == nullptr ? 1 : 0) > caps_.max_tuples)
+    why = "it holds " + std::to_string(len()) + " tuples, maxTuples is " + std::to_string(caps_.max_tuples);
+  else
+    why = "its tuples take " + std::to_string(bytes_) + " bytes, the new one " + std::to_string(nw->size) +
+          (old == nullptr ? "" : " in place of " + std::to_string(old->size)) + ", maxBytes is " +
+          std::to_string(caps_.max_bytes);
+  return DbError(err::kSpaceFull, "Space '" + name_ + "' is full: " + why);
+}
+
+void Space::evict_for(const Tuple* old, const Tuple* nw) {
+  if (nw->size > caps_.max_bytes)
+    throw DbError(err::kSpaceFull, "Space '" + name_ + "': a tuple of " + std::to_string(nw->size) +
+                                       " bytes can never fit maxBytes (" + std::to_string(caps_.max_bytes) + ")");
+  Index& by_ttl = *indexes_[evict_index_];
+  fault::point();
+  const std::unique_ptr<Cursor> c = by_ttl.make_cursor(IterType::kAll, std::string(1, char(0x90)), 0, false);
+  while (!fits(old, nw)) {
+    Tuple* t = c->next();
+    if (t == nullptr) throw full(old, nw);
+    if (t == old) continue;
+    if (evicted_.capacity() - evicted_.size() < t->size) fault::point();
+    evicted_.append(reinterpret_cast<const char*>(t->data()), t->size);
+    remove_tuple(t, indexes_[0]->prepare(t->data()));
+  }
 }
 
 void Space::apply(Tuple* old, Tuple* nw, const uint64_t* prepared, size_t n) {
@@ -149,6 +217,8 @@ void Space::apply(Tuple* old, Tuple* nw, const uint64_t* prepared, size_t n) {
     while (done-- > 0) indexes_[done]->restore(nw, old);
     throw;
   }
+  if (nw != nullptr) bytes_ += nw->size;
+  if (old != nullptr) bytes_ -= old->size;
   if (depth_ > 0) {
     undo_.push_back(UndoEntry{old, nw});
     if (old != nullptr) reinserts_++;
@@ -158,6 +228,7 @@ void Space::apply(Tuple* old, Tuple* nw, const uint64_t* prepared, size_t n) {
 }
 
 size_t Space::insert_many(const uint8_t* caller_data, size_t size, double now) {
+  clear_evicted();
   require_primary();
   // Validate and insert from a private copy: the caller's bytes may be shared with another thread.
   fault::point();
@@ -212,9 +283,11 @@ size_t Space::insert_many(const uint8_t* caller_data, size_t size, double now) {
     if (invalid) throw *invalid;
   } catch (const DbError& e) {
     rollback(sp);
+    clear_evicted();
     throw fail(e);
   } catch (...) {
     rollback(sp);
+    clear_evicted();
     throw;
   }
   commit(sp);
@@ -325,6 +398,7 @@ void Space::truncate() {
   free_large_tuples();
   for (auto& idx : indexes_) idx->clear();
   arena_.reset();
+  bytes_ = 0;
 }
 
 size_t Space::begin() {
@@ -357,6 +431,8 @@ void Space::rollback(size_t savepoint) {
   while (undo_.size() > savepoint) {
     const UndoEntry e = undo_.back();
     for (size_t i = indexes_.size(); i-- > 0;) indexes_[i]->restore(e.nw, e.old);
+    if (e.old != nullptr) bytes_ += e.old->size;
+    if (e.nw != nullptr) bytes_ -= e.nw->size;
     if (e.nw != nullptr) free_tuple(e.nw);
     if (e.old != nullptr) reinserts_--;
     undo_.pop_back();
@@ -379,7 +455,10 @@ uint32_t Space::check_key(const Index& index, const uint8_t* key, size_t size, c
 }
 
 std::string Space::check_integrity() const {
-  if (indexes_.empty()) return "";
+  if (indexes_.empty()) return bytes_ == 0 ? "" : "bsize() is " + std::to_string(bytes_) + " without an index";
+  uint64_t bytes = 0;
+  indexes_[0]->each([&](Tuple* t) { bytes += t->size; });
+  if (bytes != bytes_) return "bsize() is " + std::to_string(bytes_) + ", the tuples take " + std::to_string(bytes);
   const size_t n = indexes_[0]->size();
   for (const auto& idx : indexes_) {
     if (idx->size() != n) return "index '" + idx->name() + "' has " + std::to_string(idx->size()) + " entries, primary " + std::to_string(n);

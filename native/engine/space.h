@@ -47,6 +47,24 @@
 // (height + 4) free 512-byte nodes and each HASH index one slot of room (8 bytes). Allocation
 // failures are injected by alloc/fault.h for the tests.
 //
+// Capped spaces (issue 11): a space may be created with caps on its tuple count (max_tuples) and
+// on bsize(), the sum of its stored tuples' MessagePack sizes (max_bytes), as Tarantool's
+// space:bsize() counts them: the figure maxTupleSize measures, without the 4-byte tuple header,
+// the arena's free space or the indexes. Every statement that stores a tuple (insert, replace,
+// insert_many, update, upsert) leaves the space within its caps, in one of two ways:
+//   - refuse (the default): a statement that would go over throws ER_SPACE_FULL before it
+//     changes anything (insert_many: the whole batch is undone);
+//   - evict: before storing it, the statement removes the stored tuples with the smallest TTL
+//     until the new one fits, walking the evict index (the first TREE index whose first part is
+//     the space's TTL field, with a numeric type; without one every such statement throws
+//     ER_ILLEGAL_PARAMS). It never removes the tuple the statement replaces. The evictions and
+//     the store are one statement: a savepoint covers them, a failure rolls them all back, and
+//     inside a transaction they are undone with it. The evicted tuples' bytes are appended to
+//     evicted() for the caller to report. Cost: O(log n) per evicted tuple, plus one look at the
+//     caps (two comparisons) per statement on a capped space; nothing on an uncapped one.
+// Expired tuples are evicted first since they have the smallest TTLs; with `refuse` they count
+// until they are deleted.
+//
 // Not thread-safe: one JavaScript thread uses a space.
 #pragma once
 
@@ -56,6 +74,7 @@
 #include <vector>
 
 #include "cursor.h"
+#include "errors.h"
 #include "index.h"
 #include "key_def.h"
 #include "ttl.h"
@@ -64,10 +83,21 @@
 
 namespace ce {
 
+// A capped space's limits (see the header comment). The defaults cap nothing.
+struct SpaceCaps {
+  static constexpr uint64_t kNone = UINT64_MAX;
+  uint64_t max_tuples = kNone;
+  uint64_t max_bytes = kNone;
+  bool evict = false;  // onFull 'evictExpiring'; else 'refuse'
+
+  bool capped() const { return max_tuples != kNone || max_bytes != kNone; }
+};
+
 class Space {
  public:
-  // ttl_fieldno: the 0-based TTL field, or kNoTtlField.
-  Space(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno = kNoTtlField);
+  // ttl_fieldno: the 0-based TTL field, or kNoTtlField. Throws ER_ILLEGAL_PARAMS when a cap is
+  // 0, or when caps.evict is set without caps or without a TTL field.
+  Space(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno = kNoTtlField, SpaceCaps caps = {});
   Space(const Space&) = delete;
   Space& operator=(const Space&) = delete;
   ~Space();
@@ -75,6 +105,13 @@ class Space {
   const std::string& name() const { return name_; }
   uint32_t max_tuple_size() const { return max_tuple_size_; }
   uint32_t ttl_fieldno() const { return ttl_fieldno_; }
+  const SpaceCaps& caps() const { return caps_; }
+  // The sum of the stored tuples' sizes (MessagePack bytes), what max_bytes caps.
+  uint64_t bsize() const { return bytes_; }
+  // The bytes of the tuples evicted by the statements since clear_evicted(), one after another.
+  // Each statement that can store a tuple clears it first; a failed statement leaves it empty.
+  const std::string& evicted() const { return evicted_; }
+  void clear_evicted() noexcept;
 
   // Whether a read at `now` treats t as absent (see the header comment). REQUIRES: t is stored.
   bool hides(const Tuple* t, double now) const {
@@ -175,7 +212,8 @@ class Space {
   // types. Returns the part count and sets *first to the first part.
   uint32_t check_key(const Index& index, const uint8_t* key, size_t size, const uint8_t** first) const;
 
-  // Walks every index and compares it with the primary; for tests. Returns "" when sound.
+  // Walks every index and compares it with the primary, and bsize() with the tuples; for tests.
+  // Returns "" when sound.
   std::string check_integrity() const;
 
  private:
@@ -199,6 +237,20 @@ class Space {
   // Replaces old by nw in every index (either may be null). prepared[i], for i < n, is
   // Index::prepare() of indexes_[i] for the tuple this leaves in it: nw when given, else old.
   void apply(Tuple* old, Tuple* nw, const uint64_t* prepared = nullptr, size_t n = 0);
+  // apply() for a statement that stores nw (not null) in place of old: on a capped space it
+  // first refuses (ER_SPACE_FULL) or evicts, in one savepoint with the change (see the header
+  // comment). REQUIRES: the statement's duplicate checks passed.
+  void store(Tuple* old, Tuple* nw, const uint64_t* prepared, size_t n);
+  // Whether the space is within its caps once nw replaces old.
+  bool fits(const Tuple* old, const Tuple* nw) const {
+    const uint64_t count = len() + (old == nullptr ? 1 : 0);
+    const uint64_t bytes = bytes_ + nw->size - (old == nullptr ? 0 : old->size);
+    return count <= caps_.max_tuples && bytes <= caps_.max_bytes;
+  }
+  // Removes the tuples with the smallest TTL, never old, until fits(old, nw). REQUIRES: in a
+  // transaction. Throws ER_SPACE_FULL when nothing more can be evicted.
+  void evict_for(const Tuple* old, const Tuple* nw);
+  DbError full(const Tuple* old, const Tuple* nw) const;
   void require_primary() const;
   // update()/upsert(): replaces stored `old` by a tuple of these bytes through the statement path
   // (validated as a tuple of the space). skip_pk_change: return nullptr instead of throwing
@@ -209,6 +261,10 @@ class Space {
   std::string name_;
   uint32_t max_tuple_size_;
   uint32_t ttl_fieldno_ = kNoTtlField;
+  SpaceCaps caps_;
+  uint64_t bytes_ = 0;                       // bsize()
+  uint32_t evict_index_ = UINT32_MAX;        // the index evict_for() walks, or none
+  std::string evicted_;                      // evicted()
   TupleArena arena_;
   std::vector<std::unique_ptr<Index>> indexes_;
   std::vector<UndoEntry> undo_;

@@ -320,7 +320,7 @@ Tuple* Space::replace_updated(Tuple* old, const std::string& bytes, bool skip_pk
         throw DbError(err::kDuplicateKey,
                       "Duplicate key exists in unique index '" + idx.name() + "' in space '" + name_ + "'");
     }
-    apply(old, t, prepared_.data(), indexes_.size());
+    store(old, t, prepared_.data(), indexes_.size());
   } catch (...) {
     free_tuple(t);
     throw;
@@ -329,6 +329,7 @@ Tuple* Space::replace_updated(Tuple* old, const std::string& bytes, bool skip_pk
 }
 
 Tuple* Space::update(uint32_t index_id, const uint8_t* key, size_t key_size, const uint8_t* ops, size_t ops_size) {
+  clear_evicted();
   Index& idx = index(index_id);
   const uint8_t* first;
   const uint32_t parts = check_key(idx, key, key_size, &first);
@@ -347,6 +348,7 @@ Tuple* Space::update(uint32_t index_id, const uint8_t* key, size_t key_size, con
 }
 
 Tuple* Space::upsert(const uint8_t* data, size_t size, const uint8_t* ops, size_t ops_size) {
+  clear_evicted();
   require_primary();
   t_ops.parse(ops, ops_size);
   check_size(size);

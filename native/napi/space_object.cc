@@ -155,6 +155,8 @@ void SpaceObject::register_functions(napi_env env, napi_value exports, AddonData
       method("checkIntegrity", call<&SpaceObject::check_integrity>, d),
       method("update", call<&SpaceObject::update, true>, d),
       method("upsert", call<&SpaceObject::upsert, true>, d),
+      method("bsize", call<&SpaceObject::bsize>, d),
+      method("takeEvicted", call<&SpaceObject::take_evicted>, d),
   };
   napi_value space;
   check(napi_create_object(env, &space));
@@ -166,7 +168,9 @@ void SpaceObject::register_functions(napi_env env, napi_value exports, AddonData
   check(napi_define_properties(env, exports, 2, exported));
 }
 
-// createSpace(name, maxTupleSize, ttlField?): a new space's handle; ttlField is 0-based.
+// createSpace(name, maxTupleSize, ttlField?, maxTuples?, maxBytes?, evict?): a new space's
+// handle; ttlField is 0-based; maxTuples/maxBytes: positive integers or Infinity (no cap);
+// evict: onFull 'evictExpiring' (see Space for what the engine refuses).
 napi_value SpaceObject::create_space(napi_env env, napi_callback_info info) {
   return guard(env, [&]() -> napi_value {
     const Args args(env, info, 0);
@@ -178,8 +182,12 @@ napi_value SpaceObject::create_space(napi_env env, napi_callback_info info) {
       ttl_field = args.u32(2, "ttlField");
       if (ttl_field >= 65535) throw bad_arg("ttlField", "an integer in [0, 65535)");
     }
+    SpaceCaps caps;
+    if (args.length() > 3 && !args.is_undefined(3)) caps.max_tuples = args.count(3, "maxTuples");
+    if (args.length() > 4 && !args.is_undefined(4)) caps.max_bytes = args.count(4, "maxBytes");
+    if (args.length() > 5 && !args.is_undefined(5)) caps.evict = args.boolean(5, "evict");
     AddonData* data = args.data();
-    auto self = std::make_unique<SpaceObject>(name, max, ttl_field);
+    auto self = std::make_unique<SpaceObject>(name, max, ttl_field, caps);
     napi_value ext;
     data->holders++;
     const napi_status made = napi_create_external(env, self.get(), finalize, data, &ext);
@@ -202,8 +210,8 @@ void SpaceObject::finalize(napi_env env, void* ptr, void* hint) {
   release(data);
 }
 
-SpaceObject::SpaceObject(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno)
-    : space_(std::make_unique<Space>(name, max_tuple_size, ttl_fieldno)), name_(std::move(name)) {}
+SpaceObject::SpaceObject(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno, SpaceCaps caps)
+    : space_(std::make_unique<Space>(name, max_tuple_size, ttl_fieldno, caps)), name_(std::move(name)) {}
 
 Space& SpaceObject::space() {
   if (!space_) throw DbError(err::kSpaceDropped, "Space '" + name_ + "' was dropped");
@@ -536,6 +544,21 @@ napi_value SpaceObject::upsert(const Args& args) {
                       reinterpret_cast<const uint8_t*>(ops.data()), ops.size());
   if (!want) return nullptr;
   return emit_tuple(args, 5, t);
+}
+
+// bsize(): the sum of the stored tuples' sizes, what maxBytes caps.
+napi_value SpaceObject::bsize(const Args& args) {
+  return number_value(args.env(), double(space().bsize()));
+}
+
+// takeEvicted(scratch): the tuples the last statement evicted (their bytes, one after another,
+// in the scratch Buffer or a new one), then forgets them; 0 when it evicted none.
+napi_value SpaceObject::take_evicted(const Args& args) {
+  Space& s = space();
+  if (s.evicted().empty()) return number_value(args.env(), 0);
+  napi_value out = emit(args, 0, s.evicted());
+  s.clear_evicted();
+  return out;
 }
 
 napi_value SpaceObject::check_integrity(const Args& args) {

@@ -41,8 +41,8 @@ class SpaceObject {
   // Defines createSpace() and `space` (the functions, each taking the handle first) on exports.
   static void register_functions(napi_env env, napi_value exports, AddonData* data);
 
-  // ttl_fieldno: the space's 0-based TTL field, or kNoTtlField (see Space).
-  SpaceObject(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno = kNoTtlField);
+  // ttl_fieldno: the space's 0-based TTL field, or kNoTtlField; caps: a capped space's (see Space).
+  SpaceObject(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno = kNoTtlField, SpaceCaps caps = {});
 
   Space& space();  // throws ER_SPACE_DROPPED
 
@@ -82,6 +82,8 @@ class SpaceObject {
   napi_value check_integrity(const Args& args);
   napi_value update(const Args& args);
   napi_value upsert(const Args& args);
+  napi_value bsize(const Args& args);
+  napi_value take_evicted(const Args& args);
 
   std::unique_ptr<Space> space_;
   std::string name_;

@@ -47,6 +47,17 @@ export interface NativeSpace {
   update(index: number, key: NativeKey, ops: Buffer, start: number, end: number, scratch: Buffer): NativeResult;
   /** want: return the stored tuple (null when the update was dropped); else undefined. */
   upsert(tuple: Buffer, ops: Buffer, start: number, end: number, want: boolean, scratch: Buffer): NativeResult | undefined;
+  /** The sum of the stored tuples' MessagePack sizes (what maxBytes caps). */
+  bsize(): number;
+  /** The tuples the last statement evicted (capped spaces), then forgets them; 0 when none. */
+  takeEvicted(scratch: Buffer): number | Buffer;
+}
+
+/** A capped space's limits for createSpaceHandle (Infinity: no cap). */
+export interface NativeCaps {
+  maxTuples: number;
+  maxBytes: number;
+  evict: boolean;
 }
 
 type SpaceFunctions = {
@@ -59,7 +70,8 @@ type SpaceFunctions = {
 interface Addon {
   /** A new space's handle: an External, passed first to each of `space`'s functions. */
   /** ttlField: the 0-based TTL field of a TTL-aware space. */
-  createSpace(name: string, maxTupleSize: number, ttlField?: number): unknown;
+  createSpace(name: string, maxTupleSize: number, ttlField?: number, maxTuples?: number, maxBytes?: number,
+    evict?: boolean): unknown;
   space: SpaceFunctions;
   CursorHandle: new () => NativeCursor;
   setErrorClass(ctor: new (message: string, code: string) => Error): void;
@@ -97,8 +109,9 @@ const memoryOut = new Float64Array(2);
 class SpaceHandle implements NativeSpace {
   readonly #h: unknown;
 
-  constructor(name: string, maxTupleSize: number, ttlField?: number) {
-    this.#h = ttlField === undefined ? native.createSpace(name, maxTupleSize) : native.createSpace(name, maxTupleSize, ttlField);
+  constructor(name: string, maxTupleSize: number, ttlField?: number, caps?: NativeCaps) {
+    if (caps !== undefined) this.#h = native.createSpace(name, maxTupleSize, ttlField, caps.maxTuples, caps.maxBytes, caps.evict);
+    else this.#h = ttlField === undefined ? native.createSpace(name, maxTupleSize) : native.createSpace(name, maxTupleSize, ttlField);
   }
 
   createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number {
@@ -175,8 +188,14 @@ class SpaceHandle implements NativeSpace {
   upsert(tuple: Buffer, ops: Buffer, start: number, end: number, want: boolean, scratch: Buffer): NativeResult | undefined {
     return fns.upsert(this.#h, tuple, ops, start, end, want, scratch);
   }
+  bsize(): number {
+    return fns.bsize(this.#h);
+  }
+  takeEvicted(scratch: Buffer): number | Buffer {
+    return fns.takeEvicted(this.#h, scratch);
+  }
 }
 
-export function createSpaceHandle(name: string, maxTupleSize: number, ttlField?: number): NativeSpace {
-  return new SpaceHandle(name, maxTupleSize, ttlField);
+export function createSpaceHandle(name: string, maxTupleSize: number, ttlField?: number, caps?: NativeCaps): NativeSpace {
+  return new SpaceHandle(name, maxTupleSize, ttlField, caps);
 }

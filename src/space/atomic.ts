@@ -23,6 +23,8 @@ interface Frame {
   readonly members: Set<Member>;
   readonly list: Array<{ space: Member; h: NativeSpace; savepoint: number }>;
   closed: boolean;
+  /** afterCommit() functions queued in this frame. */
+  readonly pending: Array<() => void>;
 }
 
 const frames: Frame[] = [];
@@ -65,12 +67,28 @@ function close(frame: Frame, commit: boolean): void {
       failure ??= error;  // go on with the other spaces; report the first failure
     }
   }
+  if (commit && frame.pending.length > 0) {
+    const parent = frames[frames.length - 1];
+    if (parent !== undefined) parent.pending.push(...frame.pending);
+    else for (const fn of frame.pending) fn();
+  }
   if (failure !== undefined) throw failure;
+}
+
+/**
+ * @internal Runs fn once what the current statement changed is committed: at once outside
+ * atomic(), else when the outermost frame commits; never if a frame it was queued in rolls back
+ * (capped spaces report evictions this way). fn must not throw.
+ */
+export function afterCommit(fn: () => void): void {
+  const top = frames[frames.length - 1];
+  if (top === undefined) fn();
+  else top.pending.push(fn);
 }
 
 /** @internal Opens a frame; the caller closes it with commit() or rollback(). */
 export function openAtomic(): AtomicFrame {
-  const frame: Frame = { members: new Set(), list: [], closed: false };
+  const frame: Frame = { members: new Set(), list: [], closed: false, pending: [] };
   frames.push(frame);
   atomicActive = true;
   return { commit: () => close(frame, true), rollback: () => close(frame, false) };

@@ -8,14 +8,15 @@
 // brings its next wake-up forward for a tuple that expires sooner). With no watcher, an insert
 // pays one check of a private field.
 import { createSpaceHandle, type NativeSpace } from '../native/loader.js';
-import { decodeOne, pack, packKey, packOps, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import { decodeMany, decodeOne, pack, packKey, packOps, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
 import { checkCount, checkName, checkOptions, checkTuple } from '../validate.js';
 import { checkKey, checkParts, type IndexType, type IteratorType } from './args.js';
 import type { IndexKey, KeyPrefix, PartSpec, ReadKey } from './keys.js';
 import { Index, type SelectOptions } from './index.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
-import { atomicActive, enlist, runAtomic } from './atomic.js';
+import { afterCommit, atomicActive, enlist, runAtomic } from './atomic.js';
+import { checkCaps, EvictionReporter, nativeCaps, type CapOptions, type Caps, type OnFull } from './capped.js';
 import { checkTtl, setTtlClock, ttlClock, type TtlDeclaration, type TtlOptions } from './ttl.js';
 
 export type { FieldValue, FullKey, IndexKey, KeyPrefix, PartSpec, PartValue, ReadKey } from './keys.js';
@@ -23,6 +24,7 @@ export type { FieldType, IndexType, IteratorType, Part } from './args.js';
 export { Index, type SelectOptions } from './index.js';
 export type { UpdateOp, UpdateOperator } from './update.js';
 export type { TtlDeclaration, TtlOptions, TtlUnit } from './ttl.js';
+export type { CapOptions, OnFull } from './capped.js';
 
 export interface IndexOptions<Parts extends readonly PartSpec[] = readonly PartSpec[], Type extends IndexType = IndexType> {
   type?: Type;
@@ -30,7 +32,7 @@ export interface IndexOptions<Parts extends readonly PartSpec[] = readonly PartS
   parts: Parts;
 }
 
-export interface SpaceOptions {
+export interface SpaceOptions extends CapOptions {
   maxTupleSize?: number;
   /** TTL-aware reads: tuples whose TTL field is <= now are hidden from get/select/pairs/count/min/max. */
   ttl?: TtlOptions;
@@ -113,14 +115,22 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   private isDropped = false;
   #ttl: TtlDeclaration | undefined;
   #now: (() => number) | undefined;
+  #caps: Caps | undefined;
+  /** An evicting space with an onEvict: each write hands what it evicted to this (capped.ts). */
+  #evictions: EvictionReporter | undefined;
 
   constructor(name: string, options?: SpaceOptions) {
     this.name = checkName('new Space()', name);
-    const o = checkOptions('new Space()', options, ['maxTupleSize', 'ttl']);
+    const o = checkOptions('new Space()', options, ['maxTupleSize', 'ttl', 'maxTuples', 'maxBytes', 'onFull', 'onEvict']);
     const max = checkCount('new Space()', 'maxTupleSize', o.maxTupleSize, 1024 * 1024);
     if (max < 1 || max > 0xffffffff) throw illegal(`new Space(): maxTupleSize must be in [1, 2^32), got ${max}`);
     const ttl = checkTtl('new Space()', o.ttl);
-    this.#h = createSpaceHandle(name, max, ttl === undefined ? undefined : ttl.field - 1);
+    const caps = checkCaps('new Space()', { maxTuples: o.maxTuples, maxBytes: o.maxBytes, onFull: o.onFull, onEvict: o.onEvict },
+      ttl !== undefined);
+    this.#h = createSpaceHandle(name, max, ttl === undefined ? undefined : ttl.field - 1,
+      caps === undefined ? undefined : nativeCaps(caps));
+    this.#caps = caps;
+    if (caps?.onEvict !== undefined) this.#evictions = new EvictionReporter(name, caps.onEvict);
     if (ttl !== undefined) {
       this.#ttl = ttl;
       setTtlClock(this, name, ttl);
@@ -131,6 +141,41 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   /** The TTL declaration (frozen), or undefined when reads do not hide expired tuples. */
   get ttl(): TtlDeclaration | undefined {
     return this.#ttl;
+  }
+
+  /** A capped space's limit on its tuple count, or undefined. */
+  get maxTuples(): number | undefined {
+    return this.#caps?.maxTuples;
+  }
+
+  /** A capped space's limit on bsize(), or undefined. */
+  get maxBytes(): number | undefined {
+    return this.#caps?.maxBytes;
+  }
+
+  /** What a write over a cap does ('refuse' or 'evictExpiring'), or undefined when uncapped. */
+  get onFull(): OnFull | undefined {
+    return this.#caps?.onFull;
+  }
+
+  /** The last error an onEvict threw (it is also emitted as a process warning), or undefined. */
+  get lastEvictError(): unknown {
+    return this.#evictions?.lastError;
+  }
+
+  /** The bytes of the stored tuples (their MessagePack sizes), as Tarantool's space:bsize(); what maxBytes caps. */
+  bsize(): number {
+    return this.#h.bsize();
+  }
+
+  // After a write of a space with an onEvict: what the statement evicted goes to onEvict once
+  // it commits (capped.ts). Decoded at once: the scratch Buffer is reused by the next call.
+  #reportEvicted(): void {
+    const bytes = this.#h.takeEvicted(scratchBuffer());
+    if (bytes === 0) return;
+    const tuples = decodeMany(bytes);
+    const reporter = this.#evictions as EvictionReporter;
+    afterCommit(() => reporter.deliver(tuples));
   }
 
   get dropped(): boolean {
@@ -158,7 +203,10 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const parts = checkParts('createIndex', o.parts);
     if (/^\d+$/.test(name)) throw illegal(`createIndex: index name '${name}' must not be a number`);
     const id = this.#h.createIndex(name, type, unique, parts.map((p) => p.field - 1), parts.map((p) => p.type));
-    const index = new Index(this, this.#h, id, name, type, unique, parts, (t) => this.#watch?.(t));
+    const index = new Index(this, this.#h, id, name, type, unique, parts, (t) => {
+      this.#watch?.(t);
+      if (this.#evictions !== undefined) this.#reportEvicted();
+    });
     this.list.push(index);
     this.index[name] = index;
     this.index[id] = index;
@@ -180,6 +228,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, false, b.start, b.end);
     if (this.#watch !== undefined) this.#watch(tuple);
+    if (this.#evictions !== undefined) this.#reportEvicted();
     return tuple;
   }
 
@@ -191,6 +240,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, false, b.start, b.end, now);
     if (this.#watch !== undefined) this.#watch(tuple);
+    if (this.#evictions !== undefined) this.#reportEvicted();
     return tuple;
   }
 
@@ -199,6 +249,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, true, b.start, b.end);
     if (this.#watch !== undefined) this.#watch(tuple);
+    if (this.#evictions !== undefined) this.#reportEvicted();
     return tuple;
   }
 
@@ -210,6 +261,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const now = this.#now?.();
     const count = this.#h.insertMany(pack(tuples), now);
     if (this.#watch !== undefined) for (const tuple of tuples) this.#watch(tuple);
+    if (this.#evictions !== undefined) this.#reportEvicted();
     return count;
   }
 
@@ -238,6 +290,12 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const [start, stop] = end >= 0 ? [0, end] : [(o as ReturnType<typeof packOps>).start, (o as ReturnType<typeof packOps>).end];
     const want = this.#watch !== undefined;
     const result = this.#h.upsert(t, o, start, stop, want, scratchBuffer());
+    if (this.#evictions !== undefined) {
+      const stored = want ? decodeOne(result ?? null) : undefined;  // before the scratch Buffer is reused
+      this.#reportEvicted();
+      if (stored !== undefined) this.#watch?.(stored);
+      return;
+    }
     if (!want) return;
     const stored = decodeOne(result ?? null);
     if (stored !== undefined) this.#watch?.(stored);
