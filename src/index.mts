@@ -15,7 +15,7 @@ export type CappedError = types.CappedError;
 export const expirationd = cjs.expirationd;
 export const atomic = cjs.atomic;
 export type {
-  FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, MemoryUsage,
+  FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, CapOptions, OnFull, MemoryUsage,
   TaskOptions, TaskStats, TaskState, TaskEvents, ErrorCode, Tuple, Key, KeyPart,
   FieldValue, FullKey, IndexKey, KeyPrefix, PartSpec, PartValue, ReadKey,
 } from './index.js';

@@ -1,6 +1,6 @@
 // capped-expirationd: an in-process, Tarantool-style space with a capped expiration daemon.
 export { Space, Index } from './space/space.js';
-export type { FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, MemoryUsage,
+export type { FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, CapOptions, OnFull, MemoryUsage,
   TtlOptions, TtlDeclaration, TtlUnit } from './space/space.js';
 export { expirationd, Task } from './expirationd/index.js';
 export type { TaskOptions, TaskStats, TaskState, TaskEvents } from './expirationd/index.js';

@@ -24,7 +24,7 @@ import type { NativeCaps } from '../native/loader.js';
 export type OnFull = 'evictExpiring' | 'refuse';
 
 /** The options of new Space() that make a capped space. */
-export interface CapOptions {
+export interface CapOptions<T extends unknown[] = Tuple> {
   /** At most this many tuples (a positive integer). */
   maxTuples?: number;
   /** At most this many bytes of tuples, as space.bsize() counts them (a positive integer). */
@@ -32,7 +32,7 @@ export interface CapOptions {
   /** What a write over a cap does: 'refuse' (default; ER_SPACE_FULL) or 'evictExpiring'. */
   onFull?: OnFull;
   /** 'evictExpiring' only: called with the tuples each statement evicted, after it committed. */
-  onEvict?: (tuples: Tuple[]) => void;
+  onEvict?: (tuples: T[]) => void;
 }
 
 /** A capped space's limits, checked and with the defaults filled in. */

@@ -32,7 +32,7 @@ export interface IndexOptions<Parts extends readonly PartSpec[] = readonly PartS
   parts: Parts;
 }
 
-export interface SpaceOptions extends CapOptions {
+export interface SpaceOptions<T extends unknown[] = unknown[]> extends CapOptions<T> {
   maxTupleSize?: number;
   /** TTL-aware reads: tuples whose TTL field is <= now are hidden from get/select/pairs/count/min/max. */
   ttl?: TtlOptions;
@@ -119,7 +119,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   /** An evicting space with an onEvict: each write hands what it evicted to this (capped.ts). */
   #evictions: EvictionReporter | undefined;
 
-  constructor(name: string, options?: SpaceOptions) {
+  constructor(name: string, options?: SpaceOptions<T>) {
     this.name = checkName('new Space()', name);
     const o = checkOptions('new Space()', options, ['maxTupleSize', 'ttl', 'maxTuples', 'maxBytes', 'onFull', 'onEvict']);
     const max = checkCount('new Space()', 'maxTupleSize', o.maxTupleSize, 1024 * 1024);

@@ -118,3 +118,20 @@ export function untyped(parts: Array<[number, 'string' | 'unsigned']>, key: Key)
   const plain: Space = typed;  // a typed space is a Space
   void [t, index, anyIndex, plain];
 }
+
+// Capped spaces: onEvict receives the space's tuples.
+{
+  type Entry = [key: string, value: number, exp: number];
+  const cache = new Space<Entry>('capped-typed', {
+    ttl: { field: 3 }, maxTuples: 10, onFull: 'evictExpiring',
+    onEvict: (tuples) => {
+      expectType<Equal<typeof tuples, Entry[]>>();
+      // @ts-expect-error the value field is a number
+      const v: string = tuples[0]![1];
+      void v;
+    },
+  });
+  // @ts-expect-error onFull is 'evictExpiring' or 'refuse'
+  new Space<Entry>('capped-bad', { maxTuples: 10, onFull: 'lru' });
+  void cache;
+}
