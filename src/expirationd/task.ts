@@ -291,7 +291,6 @@ export class Task extends EventEmitter {
       this.#callback('onFullScanStart');
       if (!this.#alive(epoch)) return;
     }
-    const started = process.hrtime.bigint();
     const cpuStarted = cpuClock.now();
     const chunk = this.#context(epoch);
     let result: ChunkOutcome | Promise<ChunkOutcome> | { error: unknown };
@@ -301,8 +300,8 @@ export class Task extends EventEmitter {
       result = { error };
     }
     this.#counters.chunks++;
-    this.#counters.workingTime += Number(process.hrtime.bigint() - started) / 1e9;
     const cpuEnded = cpuClock.now();
+    this.#counters.workingTime += (cpuEnded - cpuStarted) / 1000;  // cpuClock is in ms
     if (chunkObserver.onChunk !== undefined) chunkObserver.onChunk(cpuEnded - cpuStarted);
     this.#cpu.add(cpuEnded, cpuEnded - cpuStarted);
     this.#burst++;
