@@ -1,7 +1,10 @@
 // Mutation testing of the native engine and the TypeScript layer: a curated list of realistic
 // bugs, each applied alone to a scratch copy of the tree and judged by the tests.
 //
-//   npm run mutate [-- --native | --ts] [--only id,id] [--list] [--full] [--jobs 1] [--keep]
+//   npm run mutate [-- --native | --ts] [--only id,id] [--list] [--full] [--jobs 1] [--keep] [--resume]
+//
+// --resume skips the mutants that already have a result for their current text (an interrupted
+// run goes on where it stopped); --keep leaves the scratch tree in place.
 //
 // Mutants are in scripts/mutants/native.json and scripts/mutants/ts.json: each names a file, an
 // exact snippet of it (it must occur exactly once) and its replacement, the vitest files most
@@ -71,10 +74,10 @@ interface Result {
   date: string;
 }
 
-interface Args { kinds: Kind[]; only: Set<string> | undefined; list: boolean; full: boolean; jobs: number; keep: boolean }
+interface Args { kinds: Kind[]; only: Set<string> | undefined; list: boolean; full: boolean; jobs: number; keep: boolean; resume: boolean }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { kinds: ['native', 'ts'], only: undefined, list: false, full: false, jobs: 1, keep: false };
+  const args: Args = { kinds: ['native', 'ts'], only: undefined, list: false, full: false, jobs: 1, keep: false, resume: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = (): string => {
@@ -88,11 +91,12 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--list') args.list = true;
     else if (a === '--full') args.full = true;
     else if (a === '--keep') args.keep = true;
+    else if (a === '--resume') args.resume = true;
     else if (a === '--jobs') {
       args.jobs = Number(value());
       if (args.jobs !== 1) throw new Error('--jobs: only 1 is supported (one scratch tree, one build at a time)');
     } else if (a === '--help' || a === '-h') {
-      console.log('usage: npm run mutate -- [--native|--ts] [--only id,id] [--list] [--full] [--jobs 1] [--keep]');
+      console.log('usage: npm run mutate -- [--native|--ts] [--only id,id] [--list] [--full] [--jobs 1] [--keep] [--resume]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
@@ -193,11 +197,19 @@ class Scratch {
   private built = false;
 
   /** The baseline build: the addon from the unmutated sources, and build.base/ to restore it from. */
-  async buildBaseline(): Promise<void> {
+  async buildBaseline(nativeToo: boolean): Promise<void> {
     if (this.built) return;
-    console.log(`scratch tree: ${this.dir}; building the baseline addon...`);
-    const r = await run('npm', ['run', 'build:native'], this.dir, {}, 1800);
-    if (!r.ok) throw new Error(`the baseline build failed:\n${r.output.slice(-4000)}`);
+    const addon = path.join(ROOT, 'build/Release/capped_expirationd.node');
+    if (!nativeToo && fs.existsSync(addon)) {
+      // TS mutants only: the working tree's addon (built from the same native/) is enough.
+      console.log(`scratch tree: ${this.dir}; using ${path.relative(ROOT, addon)}`);
+      fs.mkdirSync(path.join(this.dir, 'build/Release'), { recursive: true });
+      fs.copyFileSync(addon, path.join(this.dir, 'build/Release/capped_expirationd.node'));
+    } else {
+      console.log(`scratch tree: ${this.dir}; building the baseline addon...`);
+      const r = await run('npm', ['run', 'build:native'], this.dir, {}, 1800);
+      if (!r.ok) throw new Error(`the baseline build failed:\n${r.output.slice(-4000)}`);
+    }
     const ts = await run('npx', ['tsc', '-p', 'tsconfig.json'], this.dir, {}, 600);
     if (!ts.ok) throw new Error(`the baseline tsc failed:\n${ts.output.slice(-4000)}`);
     fs.cpSync(path.join(this.dir, 'build'), path.join(this.dir, 'build.base'), { recursive: true, preserveTimestamps: true });
@@ -372,10 +384,13 @@ async function main(): Promise<number> {
   const cleanup = (): void => {
     if (scratch && !args.keep) scratch.remove();
   };
-  process.on('SIGINT', () => { cleanup(); process.exit(130); });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => { cleanup(); process.exit(130); });
   try {
     for (const kind of args.kinds) {
       for (const m of chosen(kind)) {
+        // --resume: a mutant with a result for its current text is not run again.
+        const done = all.get(`${kind}:${m.id}`);
+        if (args.resume && done !== undefined && done.hash === hashOf(m) && done.status !== 'stale') continue;
         const started = Date.now();
         let r: Omit<Result, 'hash' | 'date' | 'seconds'>;
         const stale = staleReason(ROOT, m);
@@ -383,7 +398,7 @@ async function main(): Promise<number> {
         else if (stale) r = { id: m.id, kind, file: m.file, description: m.description, full: false, status: 'stale', detail: stale };
         else {
           scratch ??= new Scratch();
-          await scratch.buildBaseline();
+          await scratch.buildBaseline(args.kinds.includes('native'));
           r = await judge(scratch, kind, m, args.full);
         }
         const result: Result = { ...r, hash: hashOf(m), date: new Date().toISOString().slice(0, 16).replace('T', ' '), seconds: Math.round((Date.now() - started) / 1000) };
