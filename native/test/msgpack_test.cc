@@ -49,8 +49,8 @@ int main() {
   // The 32-bit headers (array32, map32) and bin16/bin32, as msgpackr rarely writes them.
   every_prefix_refused("array32", Mp().raw(std::string("\xdd\x00\x00\x00\x02", 5)).uint(1).str("ab").str());
   every_prefix_refused("map32", Mp().array(1).raw(std::string("\xdf\x00\x00\x00\x01", 5)).str("k").uint(1).str());
-  every_prefix_refused("bin16", Mp().array(1).raw(std::string("\xc5\x00\x03abc", 6)).str());
-  every_prefix_refused("bin32", Mp().array(1).raw(std::string("\xc6\x00\x00\x00\x03abc", 8)).str());
+  every_prefix_refused("bin16", Mp().array(1).raw(std::string("\xc5\x00\x03" "abc", 6)).str());
+  every_prefix_refused("bin32", Mp().array(1).raw(std::string("\xc6\x00\x00\x00\x03" "abc", 8)).str());
   every_prefix_refused("array16", Mp().raw(std::string("\xdc\x00\x02", 3)).uint(1).uint(2).str());
   every_prefix_refused("map16 header", Mp().raw(std::string("\xde\x00\x01", 3)).uint(1).uint(2).str());
   every_prefix_refused("utf-8 multibyte", Mp().array(2).str("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80").uint(7).str());
