@@ -186,7 +186,8 @@ const killedBy = (r: RunResult, what: string): string => {
   if (r.timedOut) return `${what} (timed out after ${TIMEOUT_S} s: a hang)`;
   const failed = [...new Set([...r.output.matchAll(/(?:FAIL|×|✗)\s+(test\/[\w./-]+\.test\.ts)/g)].map((x) => x[1]))];
   const crashed = /Worker exited unexpectedly|Segmentation fault|SIGSEGV|SIGABRT/.test(r.output) ? ' (a crash)' : '';
-  const nativeFail = /^(\w+_test) \((?:pool|per-node)\)\n(?![\s\S]*^\1: ok)/m.exec(r.output);
+  // run.sh stops at the first failing program: the last one it announced.
+  const nativeFail = [...r.output.matchAll(/^(\w+_test) \((?:pool|per-node)\)$/gm)].pop();
   if (failed.length) return `${what}: ${failed.slice(0, 2).join(', ')}${crashed}`;
   if (nativeFail) return `${what}: ${nativeFail[1]}`;
   return `${what}${crashed}`;
