@@ -9,6 +9,7 @@ import './support/no-concurrent-jit.cjs';  // a Node 20 deadlock at worker exit 
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { fitSlope, mb } from './support/memory.js';
 import { Space, expirationd } from '../src/index.js';
+import { mulberry32 } from '../bench/lib/random.js';
 
 const { ensureDist } = createRequire(__filename)('./fixtures/dist.cjs') as { ensureDist: () => string };
 const FIXTURE = path.join(__dirname, 'fixtures', 'worker-space.cjs');
@@ -112,12 +113,15 @@ describe('the addon in worker threads', () => {
     // process ("Error::ThrowAsJavaScriptException napi_throw"), about once in 100 terminations:
     // 300 rounds catch it 19 times in 20.
     const main = mainSpace();
+    // The delays are seeded (FUZZ_SEED replays another seed); a failure names the seed.
+    const seed = process.env.FUZZ_SEED === undefined ? 20261123 : Number(process.env.FUZZ_SEED);
+    const random = mulberry32(seed);
     for (let round = 0; round < 300; round++) {
       const w = startWorker('churn');
-      expect(await w.first).toMatchObject({ ready: true });
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20));
+      expect(await w.first, `seed ${seed}, round ${round}`).toMatchObject({ ready: true });
+      await new Promise((resolve) => setTimeout(resolve, random() * 20));
       await w.worker.terminate();
-      expect(await w.exit).toBe(1);
+      expect(await w.exit, `seed ${seed}, round ${round}`).toBe(1);
     }
     main.expireOdd();
     await waitFor(() => main.space.len() === 1000);

@@ -33,6 +33,26 @@ int main() {
   every_prefix_refused("fixstr tuple", Mp().array(3).uint(1).str("hello").integer(-5).str());
   every_prefix_refused("str8/str16", Mp().array(2).str(mid_str).str(long_str).str());
   every_prefix_refused("str32", Mp().array(1).str(huge_str).str());
+  // Issue 14: a value that is the last of its input, cut one byte short, must be refused at every
+  // cut, and check() must never answer a pointer past the end (a bounds check one byte too loose,
+  // `skip > left + 1`, answers end + 1 for a top-level string, and reads one byte past the input
+  // for a string at the end of a tuple: ASan sees that read, the pointer check sees the answer).
+  every_prefix_refused("top-level fixstr", Mp().str("hello").str());
+  every_prefix_refused("top-level str8", Mp().str(mid_str).str());
+  every_prefix_refused("top-level str16", Mp().str(long_str).str());
+  every_prefix_refused("top-level bin8", Mp().bin(mid_str).str());
+  every_prefix_refused("top-level multi-byte utf-8", Mp().str("\xe2\x82\xac\xf0\x9f\x98\x80").str());
+  every_prefix_refused("tuple ending in a fixstr", Mp().array(2).uint(1).str("z").str());
+  every_prefix_refused("tuple ending in a str8", Mp().array(2).uint(1).str(mid_str).str());
+  every_prefix_refused("tuple ending in a bin8", Mp().array(2).uint(1).bin(mid_str).str());
+  every_prefix_refused("tuple ending in a nested str16", Mp().array(2).uint(1).array(1).str(long_str).str());
+  // The 32-bit headers (array32, map32) and bin16/bin32, as msgpackr rarely writes them.
+  every_prefix_refused("array32", Mp().raw(std::string("\xdd\x00\x00\x00\x02", 5)).uint(1).str("ab").str());
+  every_prefix_refused("map32", Mp().array(1).raw(std::string("\xdf\x00\x00\x00\x01", 5)).str("k").uint(1).str());
+  every_prefix_refused("bin16", Mp().array(1).raw(std::string("\xc5\x00\x03" "abc", 6)).str());
+  every_prefix_refused("bin32", Mp().array(1).raw(std::string("\xc6\x00\x00\x00\x03" "abc", 8)).str());
+  every_prefix_refused("array16", Mp().raw(std::string("\xdc\x00\x02", 3)).uint(1).uint(2).str());
+  every_prefix_refused("map16 header", Mp().raw(std::string("\xde\x00\x01", 3)).uint(1).uint(2).str());
   every_prefix_refused("utf-8 multibyte", Mp().array(2).str("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80").uint(7).str());
   every_prefix_refused("nested arrays", Mp().array(3).array(2).array(1).uint(1).str("a").array(0).f64(1.5).str());
   every_prefix_refused("maps", Mp().array(2).map(2).str("k").uint(1).str("m").map(1).uint(2).boolean(true).nil().str());

@@ -2,7 +2,27 @@
 # Builds every native/test/*_test.cc with ASan + UBSan into a temporary directory and runs it.
 # Each test links the engine's .cc files directly (plain C++, no N-API). Extra arguments go to
 # btree_test (e.g. the large tree size).
+#
+#   bash native/test/run.sh [--quick] [--only name,name] [btree_test args...]
+#
+# --quick: no sanitizers, -O1, only the production allocators (the pool build): what `npm test`
+# (test/native-engine.test.ts) and `npm run mutate` run; CI keeps the sanitizer runs.
+# --one-mode: sanitizers kept, only the per-node build (every tuple its own malloc, so ASan sees
+# each one): what `npm run mutate` runs for the mutants that only a sanitizer can see.
+# --only: only these tests (e.g. --only msgpack_test,btree_test).
 set -euo pipefail
+
+quick=0
+one_mode=0
+only=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1; shift ;;
+    --one-mode) one_mode=1; shift ;;
+    --only) only=",$2,"; shift 2 ;;
+    *) break ;;
+  esac
+done
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 engine="$here/../engine"
@@ -11,13 +31,19 @@ trap 'rm -rf "$out"' EXIT
 
 flags=(-std=c++17 -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
        -Wall -Wextra -Werror -I "$engine")
+modes=(per-node pool)
+[ "$one_mode" = 1 ] && modes=(per-node)
+if [ "$quick" = 1 ]; then
+  flags=(-std=c++17 -O1 -Wall -Wextra -Werror -I "$engine")
+  modes=(pool)
+fi
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 # Two builds: CE_TUPLE_MALLOC makes every tuple, node and table its own allocation, so ASan sees
 # each one and an injected bad_alloc reaches every allocation; the default build runs the
 # production allocators (tuple arena, node pool, huge-page tables).
-for mode in per-node pool; do
+for mode in "${modes[@]}"; do
   defines=()
   [ "$mode" = per-node ] && defines=(-DCE_TUPLE_MALLOC)
   mkdir -p "$out/$mode"
@@ -32,6 +58,7 @@ for mode in per-node pool; do
   for pid in "${pids[@]}"; do wait "$pid"; done
   for test in "$here"/*_test.cc; do
     name="$(basename "$test" .cc)"
+    if [ -n "$only" ] && [[ "$only" != *",$name,"* ]]; then continue; fi
     if [ "$name" = btree_test ]; then
       "${CXX:-g++}" "${flags[@]}" "${defines[@]}" "$test" -o "$out/$mode/$name"
       echo "$name ($mode)"

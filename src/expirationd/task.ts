@@ -368,7 +368,6 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       if (!this.#alive(epoch) || this.#state !== 'running') return;
     }
     this.#inChunk = true;
-    const started = process.hrtime.bigint();
     const cpuStarted = cpuClock.now();
     const chunk = this.#context(epoch);
     let result: ChunkOutcome | Promise<ChunkOutcome> | { error: unknown };
@@ -378,8 +377,8 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       result = { error };
     }
     this.#counters.chunks++;
-    this.#counters.workingTime += Number(process.hrtime.bigint() - started) / 1e9;
     const cpuEnded = cpuClock.now();
+    this.#counters.workingTime += (cpuEnded - cpuStarted) / 1000;  // cpuClock is in ms
     if (chunkObserver.onChunk !== undefined) chunkObserver.onChunk(cpuEnded - cpuStarted);
     this.#cpu.add(cpuEnded, cpuEnded - cpuStarted);
     this.#burst++;
