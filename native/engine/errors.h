@@ -43,6 +43,7 @@ inline constexpr const char* kUpdateOp = "ER_UPDATE_OP";
 inline constexpr const char* kUpdateField = "ER_UPDATE_FIELD";
 inline constexpr const char* kUpdateIntegerOverflow = "ER_UPDATE_INTEGER_OVERFLOW";
 inline constexpr const char* kCantUpdatePrimaryKey = "ER_CANT_UPDATE_PRIMARY_KEY";
+inline constexpr const char* kIndexBuildAborted = "ER_INDEX_BUILD_ABORTED";
 }  // namespace err
 
 }  // namespace ce

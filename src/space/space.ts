@@ -16,6 +16,7 @@ import { Index, type SelectOptions } from './index.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 import { atomicActive, enlist, runAtomic } from './atomic.js';
 import { checkTtl, setTtlClock, ttlClock, type TtlDeclaration, type TtlOptions } from './ttl.js';
+import { createIndexAsync, type IndexDefinition } from './build.js';
 
 export type { FieldType, IndexType, IteratorType, Part } from './args.js';
 export { Index, type SelectOptions } from './index.js';
@@ -143,7 +144,19 @@ export class Space {
     const parts = checkParts('createIndex', o.parts);
     if (/^\d+$/.test(name)) throw illegal(`createIndex: index name '${name}' must not be a number`);
     const id = this.#h.createIndex(name, type, unique, parts.map((p) => p.field - 1), parts.map((p) => p.type));
-    const index = new Index(this, this.#h, id, name, type, unique, parts, (t) => this.#watch?.(t));
+    return this.#add(id, name, { type, unique, parts });
+  }
+
+  /**
+   * Builds the index over the stored tuples in slices between which the event loop runs; writes
+   * meanwhile are reflected in it, and it is visible only once built (build.ts).
+   */
+  createIndexAsync(name: string, options: IndexOptions): Promise<Index> {
+    return createIndexAsync(this, this.#h, name, options, (id, def) => this.#add(id, name, def));
+  }
+
+  #add(id: number, name: string, def: IndexDefinition): Index {
+    const index = new Index(this, this.#h, id, name, def.type, def.unique, def.parts, (t) => this.#watch?.(t));
     this.list.push(index);
     this.index[name] = index;
     this.index[id] = index;
