@@ -3,7 +3,6 @@
     {
       "target_name": "capped_expirationd",
       "sources": [
-        "native/engine/alloc/background.cc",
         "native/engine/expiry/chunk.cc",
         "native/engine/expiry/early_break.cc",
         "native/engine/expiry/full_scan.cc",
