@@ -8,6 +8,7 @@
         "native/engine/expiry/full_scan.cc",
         "native/engine/expiry/predicate.cc",
         "native/engine/index.cc",
+        "native/engine/index_build.cc",
         "native/engine/index/hash_index.cc",
         "native/engine/index/registry.cc",
         "native/engine/index/tree_index.cc",

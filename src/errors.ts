@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'ER_UPDATE_INTEGER_OVERFLOW'
   | 'ER_CANT_UPDATE_PRIMARY_KEY'
   | 'ER_SPACE_FULL'
+  | 'ER_INDEX_BUILD_ABORTED'
   | 'ER_INTERNAL';
 
 export class CappedError extends Error {

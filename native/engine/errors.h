@@ -44,6 +44,7 @@ inline constexpr const char* kUpdateField = "ER_UPDATE_FIELD";
 inline constexpr const char* kUpdateIntegerOverflow = "ER_UPDATE_INTEGER_OVERFLOW";
 inline constexpr const char* kCantUpdatePrimaryKey = "ER_CANT_UPDATE_PRIMARY_KEY";
 inline constexpr const char* kSpaceFull = "ER_SPACE_FULL";
+inline constexpr const char* kIndexBuildAborted = "ER_INDEX_BUILD_ABORTED";
 }  // namespace err
 
 }  // namespace ce

@@ -20,6 +20,7 @@ Space::Space(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno, Sp
 }
 
 Space::~Space() {
+  build_.reset();  // its cursor walks the primary
   // Live tuples are in the primary; tuples removed by an open transaction are in the undo log.
   // The arena frees the small ones wholesale.
   free_large_tuples();
@@ -44,12 +45,14 @@ Index& Space::primary() {
   return *indexes_[0];
 }
 
-uint32_t Space::create_index(const std::string& name, const std::string& kind, bool unique,
-                             std::vector<KeyPart> parts) {
+std::unique_ptr<Index> Space::new_index(const std::string& name, const std::string& kind, bool unique,
+                                        std::vector<KeyPart> parts) {
   const IndexKind& index_kind = find_index_kind(kind);
   for (const auto& idx : indexes_)
     if (idx->name() == name)
       throw DbError(err::kIndexExists, "Index '" + name + "' already exists in space '" + name_ + "'");
+  if (build_ && build_->index().name() == name)
+    throw DbError(err::kIndexExists, "Index '" + name + "' is being built in space '" + name_ + "'");
   if (parts.empty()) throw DbError(err::kIllegalParams, "Index '" + name + "' needs at least one part");
   if (indexes_.empty() && !unique)
     throw DbError(err::kIllegalParams, "Primary index '" + name + "' must be unique");
@@ -57,9 +60,18 @@ uint32_t Space::create_index(const std::string& name, const std::string& kind, b
   std::vector<KeyPart> pk_parts;
   if (!indexes_.empty()) pk_parts = indexes_[0]->key_def().parts();
   fault::point();
-  std::unique_ptr<Index> idx = index_kind.create(IndexSpec{id, name, unique, std::move(parts), std::move(pk_parts)});
+  return index_kind.create(IndexSpec{id, name, unique, std::move(parts), std::move(pk_parts)});
+}
+
+uint32_t Space::create_index(const std::string& name, const std::string& kind, bool unique,
+                             std::vector<KeyPart> parts) {
+  std::unique_ptr<Index> idx = new_index(name, kind, unique, std::move(parts));
+  const uint32_t id = idx->id();
   if (depth_ > 0)
     throw DbError(err::kTransaction, "createIndex() cannot run inside a transaction");
+  if (build_)
+    throw DbError(err::kUnsupported, "createIndex('" + name + "'): index '" + build_->index().name() +
+                                         "' is being built in space '" + name_ + "'; await createIndexAsync() first");
   if (!indexes_.empty() && len() > 0) {
     const std::vector<Tuple*> tuples = all_tuples();
     for (Tuple* t : tuples) idx->key_def().check_tuple(t->data());
@@ -219,6 +231,7 @@ void Space::apply(Tuple* old, Tuple* nw, const uint64_t* prepared, size_t n) {
   }
   if (nw != nullptr) bytes_ += nw->size;
   if (old != nullptr) bytes_ -= old->size;
+  if (build_) build_->on_replace(old, nw, reinserts);
   if (depth_ > 0) {
     undo_.push_back(UndoEntry{old, nw});
     if (old != nullptr) reinserts_++;
@@ -386,10 +399,14 @@ size_t Space::len() const { return indexes_.empty() ? 0 : indexes_[0]->size(); }
 size_t Space::index_memory() const {
   size_t total = 0;
   for (const auto& idx : indexes_) total += idx->memory();
+  if (build_) total += build_->index().memory();
   return total + undo_.capacity() * sizeof(UndoEntry);
 }
 
 void Space::truncate() {
+  if (build_)
+    build_->fail(err::kIndexBuildAborted, "Building index '" + build_->index().name() + "' was aborted: space '" +
+                                              name_ + "' was truncated");
   if (indexes_.empty()) return;
   if (depth_ > 0) {
     for (Tuple* t : all_tuples()) apply(t, nullptr);
@@ -402,8 +419,10 @@ void Space::truncate() {
 }
 
 size_t Space::begin() {
-  if (depth_++ == 0)
+  if (depth_++ == 0) {
     for (auto& idx : indexes_) idx->hold_for_undo(true);
+    if (build_) build_->hold_for_undo(true);
+  }
   return undo_.size();
 }
 
@@ -412,6 +431,7 @@ void Space::end_transaction() noexcept {
   reinserts_ = 0;
   if (undo_.capacity() > 4096) std::vector<UndoEntry>().swap(undo_);  // frees, never allocates
   for (auto& idx : indexes_) idx->hold_for_undo(false);
+  if (build_) build_->hold_for_undo(false);
 }
 
 void Space::commit(size_t savepoint) {
@@ -430,6 +450,7 @@ void Space::rollback(size_t savepoint) {
   // Never allocates: every index reserved what its restore() needs before each change.
   while (undo_.size() > savepoint) {
     const UndoEntry e = undo_.back();
+    if (build_) build_->on_restore(e.nw, e.old);
     for (size_t i = indexes_.size(); i-- > 0;) indexes_[i]->restore(e.nw, e.old);
     if (e.old != nullptr) bytes_ += e.old->size;
     if (e.nw != nullptr) bytes_ -= e.nw->size;
@@ -437,8 +458,10 @@ void Space::rollback(size_t savepoint) {
     if (e.old != nullptr) reinserts_--;
     undo_.pop_back();
   }
-  if (undone)
+  if (undone) {
     for (auto& idx : indexes_) idx->rolled_back();
+    if (build_) build_->rolled_back();
+  }
   if (--depth_ == 0) end_transaction();
 }
 

@@ -76,6 +76,7 @@
 #include "cursor.h"
 #include "errors.h"
 #include "index.h"
+#include "index_build.h"
 #include "key_def.h"
 #include "ttl.h"
 #include "tuple.h"
@@ -129,6 +130,17 @@ class Space {
   // and fills it from the tuples already stored. Returns its id.
   // REQUIRES: not in a transaction (ER_TRANSACTION); the first index is unique.
   uint32_t create_index(const std::string& name, const std::string& kind, bool unique, std::vector<KeyPart> parts);
+  // createIndexAsync (index_build.h): begins building an index over the stored tuples in steps;
+  // it stays invisible (no id, not in index_count()) until a step finishes it. Checks as
+  // create_index. Throws ER_UNSUPPORTED while another build runs (create_index too).
+  // REQUIRES: a primary index (ER_NO_PRIMARY_INDEX); not in a transaction (ER_TRANSACTION).
+  void begin_index_build(const std::string& name, const std::string& kind, bool unique, std::vector<KeyPart> parts);
+  // One step of the build (IndexBuild::step). Returns the new index's id once it is complete and
+  // added, or -1 while the build goes on (also when a transaction is open: the step waits). On
+  // any error the build is discarded, nothing else changed, and the error is thrown.
+  // REQUIRES: index_building().
+  int64_t index_build_step(size_t max_tuples, uint64_t budget_ns);
+  bool index_building() const { return build_ != nullptr; }
   size_t index_count() const { return indexes_.size(); }
   // Throws ER_NO_SUCH_INDEX.
   Index& index(uint32_t id);
@@ -252,6 +264,9 @@ class Space {
   void evict_for(const Tuple* old, const Tuple* nw);
   DbError full(const Tuple* old, const Tuple* nw) const;
   void require_primary() const;
+  // create_index and begin_index_build: checks the definition and makes the empty index.
+  std::unique_ptr<Index> new_index(const std::string& name, const std::string& kind, bool unique,
+                                   std::vector<KeyPart> parts);
   // update()/upsert(): replaces stored `old` by a tuple of these bytes through the statement path
   // (validated as a tuple of the space). skip_pk_change: return nullptr instead of throwing
   // when the primary key would change.
@@ -271,6 +286,7 @@ class Space {
   std::vector<uint64_t> prepared_;  // insert_tuple's per-index prepare() values
   uint32_t depth_ = 0;
   size_t reinserts_ = 0;  // open undo entries with an old tuple: re-inserts a rollback makes
+  std::unique_ptr<IndexBuild> build_;  // an index being built (createIndexAsync), or null
 };
 
 }  // namespace ce

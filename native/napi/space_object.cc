@@ -133,6 +133,8 @@ void SpaceObject::report_memory(napi_env env) {
 void SpaceObject::register_functions(napi_env env, napi_value exports, AddonData* d) {
   const napi_property_descriptor fns[] = {
       method("createIndex", call<&SpaceObject::create_index, true>, d),
+      method("buildIndexBegin", call<&SpaceObject::build_index_begin, true>, d),
+      method("buildIndexStep", call<&SpaceObject::build_index_step, true>, d),
       method("insert", call<&SpaceObject::insert, true>, d),
       method("insertMany", call<&SpaceObject::insert_many, true>, d),
       method("get", call<&SpaceObject::get>, d),
@@ -228,6 +230,33 @@ napi_value SpaceObject::create_index(const Args& args) {
   Space& s = space();
   later.rethrow();
   return number_value(args.env(), s.create_index(name, type, unique, std::move(parts)));
+}
+
+// buildIndexBegin(name, type, unique, fields, types): createIndexAsync's start (index_build.h).
+napi_value SpaceObject::build_index_begin(const Args& args) {
+  Deferred later;
+  const std::string name = later([&] { return args.string(0, "name"); });
+  const std::string type = later([&] { return args.string(1, "type"); });
+  const bool unique = later([&] { return args.boolean(2, "unique"); });
+  std::vector<KeyPart> parts = later([&] { return parts_arg(args, 3); });
+  Space& s = space();
+  later.rethrow();
+  s.begin_index_build(name, type, unique, std::move(parts));
+  return nullptr;
+}
+
+// buildIndexStep(maxTuples, budgetMs): the new index's id once it is built, else -1.
+napi_value SpaceObject::build_index_step(const Args& args) {
+  Deferred later;
+  const uint32_t max_tuples = later([&] { return args.u32(0, "maxTuples"); });
+  const double budget_ms = later([&] { return args.number(1, "budgetMs"); });
+  later([&] {
+    if (max_tuples == 0) throw bad_arg("maxTuples", "positive");
+    if (!(budget_ms > 0 && budget_ms <= 60000)) throw bad_arg("budgetMs", "in (0, 60000]");
+  });
+  Space& s = space();
+  later.rethrow();
+  return number_value(args.env(), double(s.index_build_step(max_tuples, uint64_t(budget_ms * 1e6))));
 }
 
 // insert(tuple, replace, start?, end?, now?): start/end, the tuple is that range of the Buffer

@@ -60,6 +60,8 @@ class SpaceObject {
   void report_memory(napi_env env);
 
   napi_value create_index(const Args& args);
+  napi_value build_index_begin(const Args& args);
+  napi_value build_index_step(const Args& args);
   napi_value insert(const Args& args);
   napi_value insert_many(const Args& args);
   napi_value get(const Args& args);

@@ -17,6 +17,10 @@ export type NativeResult = number | Buffer | null;
 
 export interface NativeSpace {
   createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number;
+  /** createIndexAsync: starts building an index that stays invisible until buildIndexStep() returns its id. */
+  buildIndexBegin(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): void;
+  /** Up to maxTuples tuples or budgetMs of work; the new index's id once built, else -1. Throws (and discards the build) when it fails. */
+  buildIndexStep(maxTuples: number, budgetMs: number): number;
   /** start/end: the tuple is that range of the Buffer (default: all of it). */
   /** now (every `now` below): a TTL space's clock, in its unit; absent, no TTL check. */
   insert(tuple: Buffer, replace: boolean, start?: number, end?: number, now?: number): void;
@@ -116,6 +120,12 @@ class SpaceHandle implements NativeSpace {
 
   createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number {
     return fns.createIndex(this.#h, name, type, unique, fields, types);
+  }
+  buildIndexBegin(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): void {
+    fns.buildIndexBegin(this.#h, name, type, unique, fields, types);
+  }
+  buildIndexStep(maxTuples: number, budgetMs: number): number {
+    return fns.buildIndexStep(this.#h, maxTuples, budgetMs);
   }
   insert(tuple: Buffer, replace: boolean, start?: number, end?: number, now?: number): void {
     if (now === undefined) fns.insert(this.#h, tuple, replace, start, end);

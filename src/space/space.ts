@@ -18,6 +18,7 @@ import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 import { afterCommit, atomicActive, enlist, runAtomic } from './atomic.js';
 import { checkCaps, EvictionReporter, nativeCaps, type CapOptions, type Caps, type OnFull } from './capped.js';
 import { checkTtl, setTtlClock, ttlClock, type TtlDeclaration, type TtlOptions } from './ttl.js';
+import { createIndexAsync, type IndexDefinition } from './build.js';
 
 export type { FieldValue, FullKey, IndexKey, KeyPrefix, PartSpec, PartValue, ReadKey } from './keys.js';
 export type { FieldType, IndexType, IteratorType, Part } from './args.js';
@@ -203,14 +204,28 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const parts = checkParts('createIndex', o.parts);
     if (/^\d+$/.test(name)) throw illegal(`createIndex: index name '${name}' must not be a number`);
     const id = this.#h.createIndex(name, type, unique, parts.map((p) => p.field - 1), parts.map((p) => p.type));
-    const index = new Index(this, this.#h, id, name, type, unique, parts, (t) => {
+    return this.#add(id, name, { type, unique, parts }) as Index<T, never>;
+  }
+
+  /**
+   * Builds the index over the stored tuples in slices between which the event loop runs; writes
+   * meanwhile are reflected in it, and it is visible only once built (build.ts). Typed as
+   * createIndex() is.
+   */
+  createIndexAsync<const Parts extends readonly PartSpec[], Type extends IndexType = 'TREE'>(name: string,
+    options: IndexOptions<Parts, Type>): Promise<Index<T, IndexKey<T, Parts>, ReadKey<IndexKey<T, Parts>, Type>>> {
+    return createIndexAsync(this, this.#h, name, options, (id, def) => this.#add(id, name, def)) as Promise<Index<T, never>>;
+  }
+
+  #add(id: number, name: string, def: IndexDefinition): Index<T> {
+    const index = new Index<T>(this, this.#h, id, name, def.type, def.unique, def.parts, (t) => {
       this.#watch?.(t);
       if (this.#evictions !== undefined) this.#reportEvicted();
     });
     this.list.push(index);
     this.index[name] = index;
     this.index[id] = index;
-    return index as Index<T, never>;
+    return index;
   }
 
   private get primary(): Index<T, K> {

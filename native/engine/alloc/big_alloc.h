@@ -6,6 +6,10 @@
 // honours when transparent huge pages are set to `madvise` or `always` (the usual defaults) and
 // ignores otherwise. Smaller arrays come from calloc.
 //
+// The kernel's slow parts of such a mapping go to a background thread (background.h): freeing
+// (munmap) always, and, for an array allocated ahead of need (`ahead`), faulting its pages in,
+// so that neither lands in one insert, truncate() or drop().
+//
 // The sanitizer build (CE_TUPLE_MALLOC) always uses calloc, so that AddressSanitizer sees every
 // array and reports any access past its end.
 #pragma once
@@ -15,6 +19,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "alloc/background.h"
 #include "alloc/fault.h"
 
 #if defined(__linux__) && !defined(CE_TUPLE_MALLOC)
@@ -34,8 +39,9 @@ inline size_t big_size(size_t bytes) {
   return bytes;
 }
 
-// Returns `bytes` zeroed bytes; throws std::bad_alloc.
-inline void* big_calloc(size_t bytes) {
+// Returns `bytes` zeroed bytes; throws std::bad_alloc. ahead: the caller will not touch them
+// for a while; fault the pages in from the background thread meanwhile.
+inline void* big_calloc(size_t bytes, bool ahead = false) {
   fault::point();
 #ifdef CE_BIG_MMAP
   if (bytes >= kHugePage) {
@@ -48,9 +54,11 @@ inline void* big_calloc(size_t bytes) {
     const uintptr_t tail = start + len, raw_end = base + len + kHugePage;
     if (raw_end > tail) munmap(reinterpret_cast<void*>(tail), raw_end - tail);
     madvise(reinterpret_cast<void*>(start), len, MADV_HUGEPAGE);
+    if (ahead) background::populate(reinterpret_cast<void*>(start), len);
     return reinterpret_cast<void*>(start);
   }
 #endif
+  (void)ahead;
   void* p = std::calloc(bytes == 0 ? 1 : bytes, 1);
   if (p == nullptr) throw std::bad_alloc();
   return p;
@@ -61,7 +69,7 @@ inline void big_free(void* p, size_t bytes) {
   if (p == nullptr) return;
 #ifdef CE_BIG_MMAP
   if (bytes >= kHugePage) {
-    munmap(p, big_size(bytes));
+    background::unmap(p, big_size(bytes));
     return;
   }
 #endif

@@ -11,6 +11,10 @@
 // Freed blocks are reused by later inserts, not returned to the system, until reset() (the tree
 // was cleared or emptied) or the pool's destruction; reserved() counts every chunk.
 //
+// Once chunks are 2 MiB, the pool keeps the next one allocated ahead (next_chunk_), its pages
+// faulted in by the background thread (background.h) while the current one fills, so that no
+// take() pays the kernel's zeroing of a fresh huge page; reserved() counts it too.
+//
 // Built with CE_TUPLE_MALLOC (the sanitizer build and the native stress test), every block is
 // its own operator new allocation, so AddressSanitizer sees each node and injected allocation
 // failures reach every node allocation.
@@ -129,6 +133,8 @@ class NodePool {
     release_spares();
     for (const Chunk& c : chunks_) free_chunk(c);
     chunks_.clear();
+    if (next_chunk_ != nullptr) big_free(next_chunk_, kHugePage);
+    next_chunk_ = nullptr;
     free_ = nullptr;
     free_count_ = 0;
     next_ = end_ = nullptr;
@@ -153,12 +159,29 @@ class NodePool {
     const size_t bytes = chunks_.empty() ? kFirstChunk : std::min(kHugePage, chunks_.back().bytes * 2);
     fault::point();
     chunks_.reserve(chunks_.size() + 1);
-    if (bytes < kHugePage) fault::point();  // big_calloc has its own
-    void* p = bytes >= kHugePage ? big_calloc(bytes) : ::operator new(bytes);
+    void* p;
+    size_t added = bytes;
+    if (bytes >= kHugePage) {
+      // This chunk is the one allocated ahead (or a new one), and the next is allocated now:
+      // either allocation may throw, with nothing changed.
+      p = next_chunk_ != nullptr ? next_chunk_ : big_calloc(bytes);
+      void* next;
+      try {
+        next = big_calloc(kHugePage, /*ahead=*/true);
+      } catch (...) {
+        if (p != next_chunk_) big_free(p, bytes);
+        throw;
+      }
+      if (next_chunk_ == nullptr) added += kHugePage;
+      next_chunk_ = next;
+    } else {
+      fault::point();
+      p = ::operator new(bytes);
+    }
     chunks_.push_back(Chunk{p, bytes});
     next_ = static_cast<uint8_t*>(p);
     end_ = next_ + bytes / kBlock * kBlock;
-    reserved_ += bytes;
+    reserved_ += added;
   }
   static void free_chunk(const Chunk& c) {
     if (c.bytes >= kHugePage) big_free(c.p, c.bytes);
@@ -166,6 +189,7 @@ class NodePool {
   }
 
   std::vector<Chunk> chunks_;
+  void* next_chunk_ = nullptr;  // the next 2 MiB chunk, allocated ahead (pool build)
   FreeBlock* free_ = nullptr;
   size_t free_count_ = 0;
 #ifdef CE_TUPLE_MALLOC

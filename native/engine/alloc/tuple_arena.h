@@ -13,7 +13,9 @@
 // The first kSmallSlabs slabs are malloc blocks, so a small space costs little. After that,
 // slabs are carved from 2 MiB chunks backed by transparent huge pages (see big_alloc.h): a
 // random read of one tuple among millions then costs a cache miss but not also a TLB miss.
-// memory() counts whole chunks.
+// The next chunk is allocated ahead (spare_) and its pages faulted in by the background thread
+// (background.h) while the current one fills, so that no insert pays the kernel's zeroing of a
+// fresh huge page. memory() counts whole chunks, the one ahead included.
 //
 // Built with CE_TUPLE_MALLOC (the sanitizer build), every tuple is its own malloc block, so that
 // AddressSanitizer sees each one and reports any use after free.
@@ -87,12 +89,16 @@ class TupleArena {
     slabs_.clear();
     for (void* chunk : chunks_) big_free(chunk, kChunkSize);
     chunks_.clear();
+    if (spare_ != nullptr) big_free(spare_, kChunkSize);
+    spare_ = nullptr;
     chunk_next_ = chunk_end_ = nullptr;
     for (Class& c : classes_) c = Class{};
     // Large tuples are freed one by one by the owner before reset (it knows where they are).
   }
 
-  size_t memory() const { return slabs_.size() * kSlabSize + chunks_.size() * kChunkSize + large_bytes_; }
+  size_t memory() const {
+    return slabs_.size() * kSlabSize + (chunks_.size() + (spare_ != nullptr ? 1 : 0)) * kChunkSize + large_bytes_;
+  }
 
   static size_t footprint(uint32_t size) {
     return (sizeof(Tuple) + size_t(size) + kGrain - 1) / kGrain * kGrain;
@@ -130,7 +136,18 @@ class TupleArena {
     if (chunk_next_ == chunk_end_ && slabs_.size() >= kSmallSlabs) {
       fault::point();
       chunks_.reserve(chunks_.size() + 1);
-      chunk_next_ = static_cast<uint8_t*>(big_calloc(kChunkSize));
+      // This chunk is the one allocated ahead (or a new one), and the next is allocated now:
+      // either allocation may throw, with nothing changed.
+      uint8_t* chunk = spare_ != nullptr ? spare_ : static_cast<uint8_t*>(big_calloc(kChunkSize));
+      uint8_t* next;
+      try {
+        next = static_cast<uint8_t*>(big_calloc(kChunkSize, /*ahead=*/true));
+      } catch (...) {
+        if (chunk != spare_) big_free(chunk, kChunkSize);
+        throw;
+      }
+      spare_ = next;
+      chunk_next_ = chunk;
       chunk_end_ = chunk_next_ + kChunkSize;
       chunks_.push_back(chunk_next_);
     }
@@ -150,6 +167,7 @@ class TupleArena {
 
   std::vector<void*> slabs_;   // malloc'd slabs, the first kSmallSlabs
   std::vector<void*> chunks_;  // 2 MiB chunks, each carved into slabs
+  uint8_t* spare_ = nullptr;   // the next chunk, allocated ahead
   uint8_t* chunk_next_ = nullptr;
   uint8_t* chunk_end_ = nullptr;
   Class classes_[kClasses];
