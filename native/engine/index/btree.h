@@ -272,6 +272,18 @@ class BTree {
 
   // Where the element after the last erased one is now. REQUIRES: the last change was an erase.
   Iterator erase_successor() const { return successor_; }
+  // When the last change was an erase: the first of the kNearSuccessor positions from
+  // erase_successor() on, within its leaf, whose element satisfies match(elem); else end().
+  // A cursor that read ahead of a few erases finds its place again here without a descent.
+  template <class Match>
+  Iterator near_successor(Match match) const {
+    if (successor_version_ != version_ || successor_.leaf == nullptr) return Iterator{};
+    const Leaf* leaf = successor_.leaf;
+    const uint32_t end = std::min(leaf->count, successor_.pos + kNearSuccessor);
+    for (uint32_t pos = successor_.pos; pos < end; ++pos)
+      if (match(leaf->items[pos])) return Iterator{successor_.leaf, pos};
+    return Iterator{};
+  }
 
   void clear() {
     destroy(root_, height_);
