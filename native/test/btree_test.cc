@@ -371,6 +371,50 @@ void random_ops(uint64_t seed, uint64_t universe, size_t ops) {
   check_tree(h.tree, h.ctx + " final");
 }
 
+// Erases in walk order (the expiry chunk's pattern): every k-th element ascending, so each erase
+// lies a few elements after the last erase's successor, where erase() and near_successor() take
+// their shortcut; with inserts now and then (which must turn the shortcut off). check() after
+// every operation; the Harness checks results, versions and erase_successor().
+void walk_order_erases(std::mt19937_64& rng) {
+  for (uint64_t k : {1u, 2u, 7u, 10u, 16u, 17u, 40u}) {
+    for (int shuffled = 0; shuffled < 2; ++shuffled) {
+      const uint64_t n = 1500;
+      Harness h("walk order k=" + std::to_string(k) + (shuffled ? " shuffled" : ""), 2 * n);
+      std::vector<uint64_t> keys;
+      for (uint64_t j = 0; j < n; ++j) keys.push_back(2 * j);
+      if (shuffled) std::shuffle(keys.begin(), keys.end(), rng);
+      for (uint64_t key : keys) h.insert(key);
+      size_t near = 0, erases = 0;
+      for (uint64_t j = 0; 2 * j < 2 * n; j += k) {
+        const uint64_t key = 2 * j;
+        if (!h.model.count(key)) continue;
+        const auto it = h.tree.near_successor([key](const E& e) { return e.key == key; });
+        if (h.tree.valid(it)) {
+          ++near;
+          g_probe = key;
+          expect(it == h.tree.lower_bound_elem(E{key, key}), h.ctx, ": near_successor(", key, ") is not its place");
+          g_probe = kNone;
+        }
+        h.erase(key);
+        ++erases;
+        if (rng() % 50 == 0) {
+          const uint64_t odd = 2 * (rng() % n) + 1;  // an insert: the next lookup must not use a stale successor
+          if (h.insert(odd))
+            expect(!h.tree.valid(h.tree.near_successor([](const E&) { return true; })), h.ctx,
+                   ": near_successor after an insert");
+        }
+        std::string why;
+        ++g_stats.checks;
+        if (!h.tree.check(&why)) fail(h.ctx + ": check(): " + why);
+      }
+      compare_all(h.tree, h.model, h.ctx);
+      // With small strides most erases find their element near the successor (the rest lie in
+      // the next leaf).
+      if (k <= 10) expect(near * 2 >= erases, h.ctx, ": only ", near, " of ", erases, " near");
+    }
+  }
+}
+
 // Sizes around 30 (leaf), 21*30 and 21*21*30 (inner) after sequential inserts leave edge nodes
 // with a single element or child; erasing around them exercises the cascades at the edges.
 void edge_shapes(std::mt19937_64& rng) {
@@ -679,6 +723,7 @@ int main(int argc, char** argv) {
   random_ops(3, 5000, 120000);
   random_ops(4, 60000, 150000);
   edge_shapes(rng);
+  walk_order_erases(rng);
   phase("random small");
   {  // edge cases of an empty and a one-element tree
     Harness h("tiny", 16);

@@ -7,7 +7,11 @@
 // back later; the predicate path deletes only visited tuples whose bytes are unchanged.
 #include <new>
 
+#include <cmath>
+#include <limits>
+
 #include "expiry/chunk.h"
+#include "expiry/ttl_walk.h"
 #include "space_util.h"
 
 namespace {
@@ -216,6 +220,74 @@ void predicate_deletes_unchanged_visited() {
   expect(scan.scan(5, &pass_end) == 5 && scan.visited() == second, "the cursor was not put back");
 }
 
+
+// TtlLimit (ttl_walk.h) decides as the TTL rule does through compare_num, for every encoding
+// of a TTL against bounds inside, between and outside the integers' ranges.
+void ttl_limit_matches_compare_num() {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::string> values;
+  for (uint64_t u : {uint64_t(0), uint64_t(1), uint64_t(127), uint64_t(128), uint64_t(255), uint64_t(999),
+                     uint64_t(1000), uint64_t(1001), uint64_t(65535), uint64_t(4294967295u), uint64_t(4294967296u),
+                     (uint64_t(1) << 53) + 1, (uint64_t(1) << 63), ~uint64_t(0)})
+    values.push_back(Mp().uint(u).str());
+  for (int64_t i : {int64_t(-1), int64_t(-2), int64_t(-32), int64_t(-33), int64_t(-128), int64_t(-129),
+                    int64_t(-1000), int64_t(INT32_MIN), std::numeric_limits<int64_t>::min()})
+    values.push_back(Mp().integer(i).str());
+  for (double d : {0.0, -0.0, 0.5, -0.5, 999.5, 1000.0, 1000.5, -1.5, 1e300, -1e300, inf, -inf, nan,
+                   18446744073709551616.0, -9223372036854775808.0, 9007199254740993.0})
+    values.push_back(Mp().f64(d).str());
+  for (float f : {0.25f, 1000.0f, -3.5f}) values.push_back(Mp().f32(f).str());
+  values.push_back(Mp().str("1").str());
+  values.push_back(Mp().array(0).str());
+  for (double now : {0.0, -0.0, 0.5, -0.5, -1.0, -1.5, -2.0, 999.5, 1000.0, 1000.5, 9007199254740992.0,
+                     9223372036854775808.0, 18446744073709549568.0, 18446744073709551616.0, 1e300,
+                     -9223372036854775808.0, -9223372036854777856.0, -1e300, inf, -inf, nan}) {
+    const ce::expiry_detail::TtlLimit limit(now);
+    ce::mp::Num bound;
+    bound.kind = ce::mp::Num::kDouble;
+    bound.d = now;
+    for (const std::string& v : values) {
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(v.data());
+      ce::mp::Num n;
+      const bool number = ce::mp::read_num(p, &n) && !(n.kind == ce::mp::Num::kDouble && std::isnan(n.d));
+      const auto want = !number ? ce::expiry_detail::TtlLimit::kNoTtl
+                        : ce::mp::compare_num(n, bound) <= 0 ? ce::expiry_detail::TtlLimit::kExpired
+                                                             : ce::expiry_detail::TtlLimit::kLive;
+      expect(limit.check(p) == want, "TtlLimit(", now, ") on a value of ", v.size(), " bytes (first byte ",
+             int(uint8_t(v[0])), ") says ", int(limit.check(p)), ", compare_num ", int(want));
+    }
+    expect(limit.check(nullptr) == ce::expiry_detail::TtlLimit::kNoTtl, "TtlLimit: a missing field");
+  }
+}
+
+// A full scan over a TREE primary where every k-th tuple is expired: the walk deletes behind
+// the cursor, a few entries before the tuple it stands on (the tree's erase near the last
+// erase's successor and the cursor's re-find there), across leaves and chunk boundaries.
+void full_scan_strided(const char* ttl_kind) {
+  for (uint64_t k : {1u, 2u, 3u, 9u, 10u, 15u, 16u, 17u, 31u, 40u}) {
+    for (uint32_t scan_size : {16u, 97u, 1000u}) {
+      auto s = test::make_space("TREE", ttl_kind != nullptr);
+      std::set<uint64_t> live;
+      for (uint64_t id = 0; id < 1500; id++) {
+        const bool expired = id % k == k / 2;
+        test::insert(*s, id, expired ? kNow - double(id % 7) : kNow + 1 + double(id % 5));
+        if (!expired) live.insert(id);
+      }
+      Scan scan = scan_of(*s, 0);
+      uint64_t checked = 0;
+      for (int guard = 0;; guard++) {
+        expect(guard < 1000, "strided pass does not end");
+        const ChunkResult c = scan.expire(*s, params(scan_size, false), nullptr);
+        checked += c.checked;
+        if (c.pass_end) break;
+      }
+      expect(checked == 1500 && test::ids(*s) == live, "strided full scan k=", k, " scanSize ", scan_size,
+             ": checked ", checked, ", left ", s->len(), " of ", live.size());
+      test::expect_sound(*s, "strided full scan");
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -227,6 +299,9 @@ int main() {
   failing_chunk_rolls_back("HASH");
   open_chunk_commit_or_rollback();
   predicate_deletes_unchanged_visited();
+  ttl_limit_matches_compare_num();
+  full_scan_strided(nullptr);
+  full_scan_strided("TREE");
   std::puts("chunk_test: ok");
   return 0;
 }

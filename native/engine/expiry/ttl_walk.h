@@ -16,12 +16,47 @@
 
 namespace ce::expiry_detail {
 
+// The TTL rule (ttl.h: a number <= now, by value, NaN never) against one `now`, decoded once
+// per chunk: an integer TTL (the usual encoding) compares with an integer bound instead of
+// going through compare_num's integer-to-double rules. For an integer v, v <= now exactly when
+// v <= floor(now); a bound outside the integer's range makes every or no such TTL expired.
+class TtlLimit {
+ public:
+  explicit TtlLimit(double now) : now_(now) {
+    if (std::isnan(now)) return;  // nothing expires
+    if (now >= 18446744073709551616.0) uint_ = kAll;
+    else if (now >= 0) uint_ = kUpTo, ulimit_ = uint64_t(std::floor(now));
+    if (now >= 0) int_ = kAll;
+    else if (now >= -9223372036854775808.0) int_ = kUpTo, ilimit_ = int64_t(std::floor(now));
+  }
+  enum Verdict : uint8_t { kNoTtl, kExpired, kLive };
+  // `ttl`: the tuple's TTL field, or nullptr when it has none. kNoTtl: missing, not a number,
+  // or NaN (never expires, never ends a pass).
+  Verdict check(const uint8_t* ttl) const {
+    mp::Num v;
+    if (ttl == nullptr || !mp::read_num(ttl, &v)) return kNoTtl;
+    switch (v.kind) {
+      case mp::Num::kUint: return uint_ == kAll || (uint_ == kUpTo && v.u <= ulimit_) ? kExpired : kLive;
+      case mp::Num::kInt: return int_ == kAll || (int_ == kUpTo && v.i <= ilimit_) ? kExpired : kLive;
+      default:
+        if (std::isnan(v.d)) return kNoTtl;
+        return v.d <= now_ ? kExpired : kLive;  // a NaN now expires nothing
+    }
+  }
+
+ private:
+  enum Range : uint8_t { kNone, kUpTo, kAll };
+  double now_;
+  Range uint_ = kNone;  // unsigned TTLs (read_num's kUint)
+  Range int_ = kNone;   // negative ones (kInt)
+  uint64_t ulimit_ = 0;
+  int64_t ilimit_ = 0;
+};
+
 template <bool kEarlyBreak>
 ChunkResult ttl_walk(Space& space, Cursor& cursor, const ChunkParams& p, std::string* deleted) {
   ChunkResult r;
-  mp::Num limit;
-  limit.kind = mp::Num::kDouble;
-  limit.d = p.now;
+  const TtlLimit limit(p.now);
   constexpr uint32_t kBatch = 16;
   Tuple* batch[kBatch];
   bool expired[kBatch];
@@ -33,11 +68,9 @@ ChunkResult ttl_walk(Space& space, Cursor& cursor, const ChunkParams& p, std::st
     bool broke = false;
     for (uint32_t i = 0; i < n; i++) {
       expired[i] = false;
-      const uint8_t* ttl = mp::field(batch[i]->data(), p.fieldno);
-      mp::Num value;
-      if (ttl == nullptr || !mp::read_num(ttl, &value)) continue;
-      if (value.kind == mp::Num::kDouble && std::isnan(value.d)) continue;  // NaN <= now is false
-      if (mp::compare_num(value, limit) <= 0) {
+      const TtlLimit::Verdict verdict = limit.check(mp::field(batch[i]->data(), p.fieldno));
+      if (verdict == TtlLimit::kNoTtl) continue;
+      if (verdict == TtlLimit::kExpired) {
         expired[i] = true;
         prepared[i] = space.prepare_remove(batch[i]);
       } else if (kEarlyBreak) {

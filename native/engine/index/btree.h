@@ -166,6 +166,9 @@ class BTree {
   void reserve_undo(size_t k, bool inserting) {
     if (k == 0) return;
     const size_t h = height_;
+    // Fast path: the pool already holds what the bound below could ask for at most (the usual
+    // case inside a chunk, whose first statements grew the pool), so skip computing it.
+    if (k <= SIZE_MAX / (h + 4) - 1 && pool_.available() >= k * (h + 4) + (inserting ? h + 2 : 0)) return;
     size_t need = k * (h + 4);
     if (need / (h + 4) != k) need = SIZE_MAX;
     // The most nodes a valid tree of n elements and h + 3 levels can have.
@@ -192,6 +195,7 @@ class BTree {
   // except erase_successor().
   bool erase(const Elem& e) {
     if (!root_) return false;
+    if (erase_near_successor(e)) return true;
     Path path;
     auto below = below_elem(e);
     Leaf* leaf = descend(below, &path, false);
@@ -212,6 +216,7 @@ class BTree {
     } else {
       rebalance(path, leaf, pos);
     }
+    successor_version_ = version_;
     return true;
   }
 
@@ -267,6 +272,18 @@ class BTree {
 
   // Where the element after the last erased one is now. REQUIRES: the last change was an erase.
   Iterator erase_successor() const { return successor_; }
+  // When the last change was an erase: the first of the kNearSuccessor positions from
+  // erase_successor() on, within its leaf, whose element satisfies match(elem); else end().
+  // A cursor that read ahead of a few erases finds its place again here without a descent.
+  template <class Match>
+  Iterator near_successor(Match match) const {
+    if (successor_version_ != version_ || successor_.leaf == nullptr) return Iterator{};
+    const Leaf* leaf = successor_.leaf;
+    const uint32_t end = std::min(leaf->count, successor_.pos + kNearSuccessor);
+    for (uint32_t pos = successor_.pos; pos < end; ++pos)
+      if (match(leaf->items[pos])) return Iterator{successor_.leaf, pos};
+    return Iterator{};
+  }
 
   void clear() {
     free_nodes();
@@ -860,6 +877,30 @@ class BTree {
     }
   }
 
+  // erase() in walk order (the expiry chunk deleting a prefix of a TTL index, or every few
+  // entries of the index it walks): when nothing changed since the last erase, e is looked for
+  // among the next kNearSuccessor elements of the successor's leaf by its bytes (no comparator,
+  // no descent), and erased there when that needs no parent update: it is not the leaf's last
+  // element and the leaf stays at or above its minimum (the plain erase's simple case, with the
+  // same effects). Returns false, having changed nothing, when it does not apply.
+  static constexpr uint32_t kNearSuccessor = 16;
+  bool erase_near_successor(const Elem& e) {
+    if (successor_version_ != version_ || successor_.leaf == nullptr) return false;
+    Leaf* leaf = successor_.leaf;
+    const uint32_t end = std::min(leaf->count, successor_.pos + kNearSuccessor);
+    for (uint32_t pos = successor_.pos; pos < end; ++pos) {
+      if (!same_elem(leaf->items[pos], e)) continue;
+      if (pos + 1 == leaf->count || leaf->count <= (height_ == 0 ? 1u : kLeafMin)) return false;
+      remove_item(leaf, pos);
+      --size_;
+      ++version_;
+      successor_ = Iterator{leaf, pos};
+      successor_version_ = version_;
+      return true;
+    }
+    return false;
+  }
+
   NodePool<kNodeBytes> pool_;
   Cmp cmp_;
   Node* root_ = nullptr;
@@ -871,6 +912,7 @@ class BTree {
   uint64_t version_ = 0;
   bool held_ = false;
   Iterator successor_{};
+  uint64_t successor_version_ = ~uint64_t(0);  // version() right after the erase that set successor_
 };
 
 }  // namespace ce

@@ -210,6 +210,12 @@ Tuple* TreeCursor::step() {
              tree_index_->last_erase_version() == tree.version() && s_.attached) {
     s_.pos = tree.erase_successor();
     if (reverse()) tree.prev(s_.pos);
+  } else if (Tree::Iterator near; !reverse() && s_.attached &&
+             tree.valid(near = tree.near_successor([this](const TreeElem& e) { return e.tuple == s_.last; }))) {
+    // The last change erased a tuple a few entries before ours (the daemon deleting what it
+    // read earlier in the batch): our tuple is still stored, just after it.
+    s_.pos = near;
+    tree.next(s_.pos);
   } else {
     const TreeElem last = last_elem();
     if (reverse()) {
