@@ -355,6 +355,9 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       this.kill();
       return;
     }
+    // From here the chunk counts as running: a stop() then start() inside onFullScanStart must
+    // not schedule a second chunk beside this one.
+    this.#inChunk = true;
     if (!this.#passStarted) {
       this.#passStarted = true;
       this.#passLen = this.#config.it.len();
@@ -365,9 +368,11 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       this.#handledKeys.clear();
       this.#callback('onFullScanStart');
       // Stopped inside onFullScanStart: the pass has begun, its first chunk runs after start().
-      if (!this.#alive(epoch) || this.#state !== 'running') return;
+      if (!this.#alive(epoch) || this.#state !== 'running') {
+        if (epoch === this.#epoch) this.#inChunk = false;
+        return;
+      }
     }
-    this.#inChunk = true;
     const started = process.hrtime.bigint();
     const cpuStarted = cpuClock.now();
     const chunk = this.#context(epoch);
