@@ -56,4 +56,45 @@ describe('async onExpired and stop()/start() from the pass callbacks', () => {
     expect(maxInFlight).toBe(1);
     expect(task.stats().chunks).toBe(1);
   });
+
+  test('an async onExpired of a killed epoch that rejects during the new pass does not fail that pass', async () => {
+    const space = makeSpace(4);
+    const rejects: Array<(e: Error) => void> = [];
+    const onFullScanError = vi.fn();
+    const onFullScanSuccess = vi.fn();
+    let first = true;
+    const task = start(space, {
+      scanSize: 1,
+      onFullScanError,
+      onFullScanSuccess,
+      onExpired: () => {
+        if (first) {
+          first = false;
+          return new Promise<void>((_resolve, reject) => rejects.push(reject));
+        }
+        return Promise.resolve();
+      },
+    });
+    const errors: unknown[] = [];
+    task.on('error', (e) => errors.push(e));
+    vi.advanceTimersToNextTimer();
+    await flush();
+    expect(rejects.length).toBe(1);
+    task.restart();
+    vi.advanceTimersToNextTimer();  // the new pass's first chunk
+    await flush();
+    expect(task.stats().fullScans).toBe(0);
+    rejects[0](new Error('old epoch'));
+    await flush();
+    for (let i = 0; i < 50 && task.stats().fullScans === 0; i++) {
+      vi.advanceTimersToNextTimer();
+      await flush();
+    }
+    expect(space.len()).toBe(0);
+    expect(task.stats().fullScans).toBe(1);
+    expect(onFullScanError).not.toHaveBeenCalled();
+    expect(onFullScanSuccess).toHaveBeenCalledTimes(1);
+    // The old chunk's failure belongs to no pass of the new epoch: restarts is 1 + restart().
+    expect(task.stats().restarts).toBe(2);
+  });
 });

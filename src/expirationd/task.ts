@@ -400,7 +400,14 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   }
 
   #finishChunk(epoch: number, result: ChunkOutcome | { error: unknown }, failedInside: boolean): void {
-    if (epoch === this.#epoch) this.#inChunk = false;
+    if (epoch !== this.#epoch) {
+      // A chunk of a killed epoch (its async onExpired settled after kill() or restart()): its
+      // failures were reported; they belong to no pass of the task as it runs now.
+      if ('error' in result) this.#report(result.error);
+      else this.#counters.checked += result.checked;
+      return;
+    }
+    this.#inChunk = false;
     if ('error' in result) {
       // The chunk failed as a whole and was rolled back; like an error in the Lua module, it
       // ends the pass, and the next one starts from the beginning.
@@ -549,7 +556,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     let failed = false;
     const fail = (error: unknown): void => {
       failed = true;
-      this.#noteFailure(error);
+      if (epoch === this.#epoch) this.#noteFailure(error);  // not into a pass of a later epoch
       if (reported) return;
       reported = true;
       this.#report(error);
