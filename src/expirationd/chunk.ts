@@ -41,7 +41,9 @@
 // isExpired: every tuple written); once the call commits, those are not handed again in this
 // pass (ctx.handled; the walk passes them and the pass ends) and come again in the next one. A
 // re-queue with a TTL in the future notes nothing. Cost: one TTL check per write, one key per
-// noted tuple until the pass ends.
+// noted tuple until the pass ends. A HASH walk can also meet a tuple it has passed once more, after
+// the table was resized (the cursor resumes at the start of a probe cluster): there, the tuples a
+// call left stored are held too (one primary-key read each), so that each is handed once a pass.
 import { isDeepStrictEqual } from 'node:util';
 import { decodeMany, decodeOne, pack, packKey, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { illegal } from '../errors.js';
@@ -318,6 +320,7 @@ function processVisited(ctx: ChunkContext, visited: readonly Tuple[], positions:
   const processExpired = ctx.config.processExpired as (tuples: Tuple[], task: unknown) => unknown;
   const queue: number[][] = [positions];
   let recheck = isExpired !== undefined;  // isExpired ran user code since the scan
+  const hashWalk = ctx.config.it.type === 'HASH';
   let failed = false;
   try {
     while (queue.length > 0 && ctx.alive()) {
@@ -352,7 +355,10 @@ function processVisited(ctx: ChunkContext, visited: readonly Tuple[], positions:
       }
       frame.commit();
       ctx.expired(tuples.length, tuples);
-      if (ctx.alive()) for (const tuple of written) ctx.handled(tuple);
+      if (!ctx.alive()) continue;
+      for (const tuple of written) ctx.handled(tuple);
+      // A HASH walk may meet a tuple again after the table was resized: hold those left stored.
+      if (hashWalk) for (const tuple of tuples) if (storedVersion(ctx, tuple) !== undefined) ctx.handled(tuple);
     }
   } finally {
     off();
