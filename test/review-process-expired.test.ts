@@ -188,6 +188,51 @@ describe('a HASH walk that the table outgrows', () => {
   });
 });
 
+describe('a processExpired that mutates the tuples it is handed', () => {
+  test('then throws on one: every other tuple is processed in that pass, and the failing one is skipped and reported', () => {
+    const space = makeSpace(8, 1);
+    const queue = makeArchive('queue');
+    queue.insert([5, 'already queued', 0]);  // job 5 will fail: a duplicate in the queue
+    const errors: Array<{ code?: string; key?: unknown }> = [];
+    const task = start(space, {
+      scanSize: 10,
+      processExpired: (jobs) => {
+        for (const job of jobs) {
+          job[1] = 'done';  // a careless user edits the array it was handed
+          queue.insert(job);
+          space.delete(job[0] as number);
+        }
+      },
+    });
+    task.on('error', (e) => errors.push(e));
+    runUntil(() => task.stats().fullScans === 1);
+    expect(space.select().map((t) => t[0])).toEqual([5, 8]);
+    expect(queue.select().map((t) => t[0])).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(queue.select().filter((t) => t[1] === 'done').length).toBe(7);
+    expect(errors.filter((e) => e.code === 'ER_TUPLE_SKIPPED').map((e) => e.key)).toEqual([5]);
+    expect(task.stats()).toMatchObject({ expired: 7, skipped: 1 });
+  });
+
+  test('an isExpired that mutates the tuples it decides on changes nothing the task hands or deletes', () => {
+    const space = makeSpace(6, 1);
+    const handed: Tuple[] = [];
+    const task = start(space, {
+      isExpired: (t, now) => {
+        const expired = (t[2] as number) <= now;
+        t[1] = 'mutated';
+        return expired;
+      },
+      processExpired: (tuples) => {
+        handed.push(...tuples.map((t) => [...t]));
+        for (const t of tuples) space.delete(t[0] as number);
+      },
+    });
+    runUntil(() => task.stats().fullScans === 1);
+    expect(space.len()).toBe(1);
+    expect(handed.map((t) => t[1])).toEqual(['e0', 'e1', 'e2', 'e3', 'e4', 'e5']);
+  });
+});
+
 describe('options with getters and Proxies', () => {
   test('a Proxy whose traps throw: the error comes out of start(), and no task is registered', () => {
     const space = makeSpace(1);
