@@ -98,3 +98,20 @@ describe('async onExpired and stop()/start() from the pass callbacks', () => {
     expect(task.stats().restarts).toBe(2);
   });
 });
+
+describe('wake() from inside a failing callback', () => {
+  test.each([
+    ['processExpired', (wake: () => void): TaskOptions => ({ processExpired: () => { wake(); throw new Error('broken'); } })],
+    ['onExpired', (wake: () => void): TaskOptions => ({ onExpired: () => { wake(); throw new Error('broken'); } })],
+    ['isExpired', (wake: () => void): TaskOptions => ({ isExpired: () => { wake(); throw new Error('broken'); } })],
+    ['now', (wake: () => void): TaskOptions => ({ now: () => { wake(); return Number.NaN; } })],
+  ])('%s: the backoff still holds, about one chunk a second', (_name, options) => {
+    const space = makeSpace(3, 1);
+    let task: Task | undefined;
+    task = start(space, { itIndex: 'exp', ...options(() => task?.wake()) });
+    task.on('error', () => {});
+    vi.advanceTimersByTime(10_000);
+    expect(task.stats().chunks).toBeLessThan(40);
+    expect(task.state).toBe('running');
+  });
+});

@@ -418,7 +418,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       if (!this.#alive(epoch)) return;
       (this.#cursor as NativeCursor).reset();
       this.#endPass(epoch);
-      if (this.#alive(epoch)) this.#schedule(this.#delay(true), true, 'wait');
+      if (this.#alive(epoch)) this.#backOff(true);
       return;
     }
     this.#counters.checked += result.checked;
@@ -440,7 +440,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   /** Inside a pass: backlog mode, the rest of a burst, or the formula's wait for the chunks run. */
   #next(): void {
     if (this.#failures > 0) {
-      this.#schedule(this.#delay(false), false, 'wait');
+      this.#backOff(false);
       return;
     }
     const config = this.#config;
@@ -458,7 +458,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   #betweenPasses(): void {
     const config = this.#config;
     if (this.#failures > 0) {
-      this.#schedule(this.#delay(true), true, 'wait');
+      this.#backOff(true);
       return;
     }
     const base = this.chunkDelay;
@@ -521,6 +521,16 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     }
     const since = this.#lastPassStartNow ?? this.#firstNow;
     return since === undefined ? 0 : Math.max(0, t - since);
+  }
+
+  /**
+   * After a failed chunk: the backed-off wait. A wake() made during that chunk (by a callback
+   * that calls wake() and fails, or a now() that does) does not cut it short: it would run
+   * failing chunks back to back.
+   */
+  #backOff(betweenPasses: boolean): void {
+    this.#wakeRequested = false;
+    this.#schedule(this.#delay(betweenPasses), betweenPasses, 'wait');
   }
 
   /** Seconds until the next chunk: the pacing formula, backed off after failed chunks. */
