@@ -43,9 +43,10 @@
 // isExpired: every tuple written); once the call commits, those are not handed again in this
 // pass (ctx.handled; the walk passes them and the pass ends) and come again in the next one. A
 // re-queue with a TTL in the future notes nothing. Cost: one TTL check per write, one key per
-// noted tuple until the pass ends. A HASH walk can also meet a tuple it has passed once more, after
-// the table was resized (the cursor resumes at the start of a probe cluster): there, the tuples a
-// call left stored are held too (one primary-key read each), so that each is handed once a pass.
+// noted tuple until the pass ends. A HASH walk can also meet a tuple it has passed once more,
+// after the table was resized (the cursor resumes at the start of a probe cluster): there, the
+// tuples a call left stored and expired are held too (one primary-key read each), so that each
+// is handed once a pass.
 import { isDeepStrictEqual } from 'node:util';
 import { decodeMany, decodeOne, pack, packKey, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { illegal } from '../errors.js';
@@ -378,8 +379,14 @@ function processVisited(ctx: ChunkContext, visited: readonly Tuple[], pristine: 
       ctx.expired(set.length, tuples);
       if (!ctx.alive()) continue;
       for (const tuple of written) ctx.handled(tuple);
-      // A HASH walk may meet a tuple again after the table was resized: hold those left stored.
-      if (hashWalk) for (const p of set) if (storedVersion(ctx, pristine[p]) !== undefined) ctx.handled(pristine[p]);
+      // A HASH walk may meet a tuple again after the table was resized: hold those left stored
+      // and still expired (a tuple no longer expired would not be handed anyway).
+      if (hashWalk) {
+        for (const p of set) {
+          const stored = storedVersion(ctx, pristine[p]);
+          if (stored !== undefined && (isExpired !== undefined || ttlExpired(stored[fieldno], now))) ctx.handled(pristine[p]);
+        }
+      }
     }
   } finally {
     off();
