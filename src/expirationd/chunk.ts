@@ -30,7 +30,9 @@
 // pass). It must be synchronous: a promise rolls its call back and fails the chunk as a whole
 // (ER_ILLEGAL_PARAMS), as a promise from isExpired does. A set handed after some user code ran
 // since the scan (isExpired, or an earlier processExpired call of the same chunk) keeps only the
-// tuples still stored unchanged (one primary-key read each).
+// tuples still stored unchanged (one primary-key read each), and hands them as read back: user
+// code may edit the arrays it is handed, so the comparison and the keys use a second decode of
+// the scan that no user code sees.
 //
 // The pass must end whatever processExpired does. A tuple it leaves in place keeps its position,
 // behind the cursor, and comes again in the next pass. But a tuple it writes into the task's
@@ -41,7 +43,10 @@
 // isExpired: every tuple written); once the call commits, those are not handed again in this
 // pass (ctx.handled; the walk passes them and the pass ends) and come again in the next one. A
 // re-queue with a TTL in the future notes nothing. Cost: one TTL check per write, one key per
-// noted tuple until the pass ends.
+// noted tuple until the pass ends. A HASH walk can also meet a tuple it has passed once more,
+// after the table was resized (the cursor resumes at the start of a probe cluster): there, the
+// tuples a call left stored and expired are held too (one primary-key read each), so that each
+// is handed once a pass.
 import { isDeepStrictEqual } from 'node:util';
 import { decodeMany, decodeOne, pack, packKey, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { illegal } from '../errors.js';
@@ -170,7 +175,11 @@ export function expireByScan(ctx: ChunkContext, decide: Decide, from?: ScanFrom)
     if (from?.handed) ignoreRejection(from.handed.result);
     return NOTHING();
   }
-  const visited = decodeMany(h.scanChunk(cursor, ctx.config.scanSize, ctx.out, scratchBuffer()));
+  const bytes = h.scanChunk(cursor, ctx.config.scanSize, ctx.out, scratchBuffer());
+  const visited = decodeMany(bytes);
+  // processExpired: a second copy that no user code sees (isExpired and processExpired may edit
+  // the arrays they are handed), to compare with what is stored and to take keys from.
+  const pristine = ctx.config.processExpired !== undefined ? decodeMany(bytes) : visited;
   const scanEnded = ctx.out[2] === 1;
   let decision;
   try {
@@ -189,7 +198,7 @@ export function expireByScan(ctx: ChunkContext, decide: Decide, from?: ScanFrom)
   const onExpired = ctx.config.onExpired as OnExpired | undefined;
   if (positions.length === 0 && from?.handed === undefined) return outcome;
   if (ctx.config.processExpired !== undefined) {
-    const failed = processVisited(ctx, visited, positions, now);
+    const failed = processVisited(ctx, visited, pristine, positions, now);
     return failed ? { ...outcome, failed } : outcome;
   }
   if (onExpired === undefined) {
@@ -309,7 +318,8 @@ function storedVersion(ctx: ChunkContext, tuple: Tuple): Tuple | undefined {
 
 // Hands the expired positions to processExpired, in one atomic frame per call; returns whether
 // any call failed. See the file comment.
-function processVisited(ctx: ChunkContext, visited: readonly Tuple[], positions: number[], now: number): boolean {
+function processVisited(ctx: ChunkContext, visited: readonly Tuple[], pristine: readonly Tuple[], positions: number[],
+  now: number): boolean {
   const { isExpired, fieldno } = ctx.config;
   let written: Tuple[] = [];
   const off = onInsert(ctx.config.rm.space, (tuple) => {
@@ -318,14 +328,29 @@ function processVisited(ctx: ChunkContext, visited: readonly Tuple[], positions:
   const processExpired = ctx.config.processExpired as (tuples: Tuple[], task: unknown) => unknown;
   const queue: number[][] = [positions];
   let recheck = isExpired !== undefined;  // isExpired ran user code since the scan
+  const hashWalk = ctx.config.it.type === 'HASH';
   let failed = false;
   try {
     while (queue.length > 0 && ctx.alive()) {
       let set = queue.shift() as number[];
-      if (recheck) set = set.filter((p) => isDeepStrictEqual(storedVersion(ctx, visited[p]), visited[p]));
+      let tuples: Tuple[];
+      if (recheck) {
+        // Those still stored unchanged, handed as read back (fresh arrays, whatever was done to
+        // the ones handed before).
+        const kept: number[] = [];
+        tuples = [];
+        for (const p of set) {
+          const stored = storedVersion(ctx, pristine[p]);
+          if (!isDeepStrictEqual(stored, pristine[p])) continue;
+          kept.push(p);
+          tuples.push(stored as Tuple);
+        }
+        set = kept;
+      } else {
+        tuples = set.map((p) => visited[p]);
+      }
       recheck = true;  // every later call follows a call of processExpired
       if (set.length === 0) continue;
-      const tuples = set.map((p) => visited[p]);
       written = [];
       let result: unknown;
       const frame = openAtomic();
@@ -337,7 +362,7 @@ function processVisited(ctx: ChunkContext, visited: readonly Tuple[], positions:
         ctx.fail(error);
         if (!ctx.alive()) break;
         if (set.length === 1) {
-          ctx.skip(visited[set[0]], error, 'processExpired');
+          ctx.skip(pristine[set[0]], error, 'processExpired');
         } else {
           const mid = set.length >> 1;
           queue.unshift(set.slice(0, mid), set.slice(mid));
@@ -351,8 +376,17 @@ function processVisited(ctx: ChunkContext, visited: readonly Tuple[], positions:
           'it returned a promise, so its changes were rolled back');
       }
       frame.commit();
-      ctx.expired(tuples.length, tuples);
-      if (ctx.alive()) for (const tuple of written) ctx.handled(tuple);
+      ctx.expired(set.length, tuples);
+      if (!ctx.alive()) continue;
+      for (const tuple of written) ctx.handled(tuple);
+      // A HASH walk may meet a tuple again after the table was resized: hold those left stored
+      // and still expired (a tuple no longer expired would not be handed anyway).
+      if (hashWalk) {
+        for (const p of set) {
+          const stored = storedVersion(ctx, pristine[p]);
+          if (stored !== undefined && (isExpired !== undefined || ttlExpired(stored[fieldno], now))) ctx.handled(pristine[p]);
+        }
+      }
     }
   } finally {
     off();

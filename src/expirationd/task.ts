@@ -355,6 +355,9 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       this.kill();
       return;
     }
+    // From here the chunk counts as running: a stop() then start() inside onFullScanStart must
+    // not schedule a second chunk beside this one.
+    this.#inChunk = true;
     if (!this.#passStarted) {
       this.#passStarted = true;
       this.#passLen = this.#config.it.len();
@@ -365,9 +368,11 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       this.#handledKeys.clear();
       this.#callback('onFullScanStart');
       // Stopped inside onFullScanStart: the pass has begun, its first chunk runs after start().
-      if (!this.#alive(epoch) || this.#state !== 'running') return;
+      if (!this.#alive(epoch) || this.#state !== 'running') {
+        if (epoch === this.#epoch) this.#inChunk = false;
+        return;
+      }
     }
-    this.#inChunk = true;
     const cpuStarted = cpuClock.now();
     const chunk = this.#context(epoch);
     let result: ChunkOutcome | Promise<ChunkOutcome> | { error: unknown };
@@ -394,7 +399,14 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   }
 
   #finishChunk(epoch: number, result: ChunkOutcome | { error: unknown }, failedInside: boolean): void {
-    if (epoch === this.#epoch) this.#inChunk = false;
+    if (epoch !== this.#epoch) {
+      // A chunk of a killed epoch (its async onExpired settled after kill() or restart()): its
+      // failures were reported; they belong to no pass of the task as it runs now.
+      if ('error' in result) this.#report(result.error);
+      else this.#counters.checked += result.checked;
+      return;
+    }
+    this.#inChunk = false;
     if ('error' in result) {
       // The chunk failed as a whole and was rolled back; like an error in the Lua module, it
       // ends the pass, and the next one starts from the beginning.
@@ -405,7 +417,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       if (!this.#alive(epoch)) return;
       (this.#cursor as NativeCursor).reset();
       this.#endPass(epoch);
-      if (this.#alive(epoch)) this.#schedule(this.#delay(true), true, 'wait');
+      if (this.#alive(epoch)) this.#backOff(true);
       return;
     }
     this.#counters.checked += result.checked;
@@ -427,7 +439,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   /** Inside a pass: backlog mode, the rest of a burst, or the formula's wait for the chunks run. */
   #next(): void {
     if (this.#failures > 0) {
-      this.#schedule(this.#delay(false), false, 'wait');
+      this.#backOff(false);
       return;
     }
     const config = this.#config;
@@ -445,7 +457,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   #betweenPasses(): void {
     const config = this.#config;
     if (this.#failures > 0) {
-      this.#schedule(this.#delay(true), true, 'wait');
+      this.#backOff(true);
       return;
     }
     const base = this.chunkDelay;
@@ -510,6 +522,16 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     return since === undefined ? 0 : Math.max(0, t - since);
   }
 
+  /**
+   * After a failed chunk: the backed-off wait. A wake() made during that chunk (by a callback
+   * that calls wake() and fails, or a now() that does) does not cut it short: it would run
+   * failing chunks back to back.
+   */
+  #backOff(betweenPasses: boolean): void {
+    this.#wakeRequested = false;
+    this.#schedule(this.#delay(betweenPasses), betweenPasses, 'wait');
+  }
+
   /** Seconds until the next chunk: the pacing formula, backed off after failed chunks. */
   #delay(betweenPasses: boolean): number {
     const base = this.chunkDelay;
@@ -543,7 +565,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     let failed = false;
     const fail = (error: unknown): void => {
       failed = true;
-      this.#noteFailure(error);
+      if (epoch === this.#epoch) this.#noteFailure(error);  // not into a pass of a later epoch
       if (reported) return;
       reported = true;
       this.#report(error);
