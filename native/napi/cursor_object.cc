@@ -83,11 +83,12 @@ Scan& CursorObject::scan() {
   return *scan_;
 }
 
-// next(scratch, now?): with now (a TTL space's pairs()), skips the tuples expired at now.
+// next(scratch, now?): with now (a TTL space's pairs(), see now_arg), skips the tuples expired
+// at now.
 napi_value CursorObject::next(napi_env env, napi_callback_info info) {
   return guard(env, [&]() -> napi_value {
     const Args args(env, info, 0);
-    const double now = args.length() > 1 && !args.is_undefined(1) ? args.number(1, "now") : kNoTtlCheck;
+    const double now = now_arg(args, 1);
     CursorObject* self = from_this(args);
     Cursor& c = self->scan().cursor();
     Tuple* t = self->owner_->space().next_visible(c, now);

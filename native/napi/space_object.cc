@@ -61,15 +61,6 @@ IterType iter_arg(const Args& args, size_t i) {
   return IterType(v);
 }
 
-// A read's optional `now` (TTL-aware spaces): kNoTtlCheck when absent or undefined.
-double now_arg(const Args& args, size_t i) {
-  double d;
-  if (i >= args.length()) return kNoTtlCheck;
-  if (napi_get_value_double(args.env(), args[i], &d) == napi_ok) return d;  // the TTL get's path: one N-API call
-  if (args.is_undefined(i)) return kNoTtlCheck;
-  return args.number(i, "now");
-}
-
 constexpr const char* kOut5 = "a Float64Array of at least 5 elements";
 
 // createIndex's parts: the two arrays, read element by element (a getter may run here).
@@ -104,6 +95,17 @@ std::vector<KeyPart> parts_arg(const Args& args, size_t i) {
 }
 
 }  // namespace
+
+double now_arg(const Args& args, size_t i) {
+  bool seconds;
+  double d;
+  if (i >= args.length()) return kNoTtlCheck;
+  if (napi_get_value_bool(args.env(), args[i], &seconds) == napi_ok)  // the default clock: one N-API call
+    return wall_clock_now(seconds ? WallClockUnit::kSeconds : WallClockUnit::kMillis);
+  if (napi_get_value_double(args.env(), args[i], &d) == napi_ok) return d;  // an injected clock: two
+  if (args.is_undefined(i)) return kNoTtlCheck;
+  throw bad_arg("now", "a number, a boolean or undefined");
+}
 
 template <napi_value (SpaceObject::*Method)(const Args&), bool kChangesMemory>
 napi_value SpaceObject::call(napi_env env, napi_callback_info info) {

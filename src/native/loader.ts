@@ -4,9 +4,16 @@
 import * as path from 'node:path';
 import { CappedError } from '../errors.js';
 
+/**
+ * The `now` of a read or insert on a TTL-aware space: a number, the current time in the space's
+ * unit (an injected clock); or a boolean, the wall clock read natively as Date.now() reads it, in
+ * seconds (true) or milliseconds (false). Absent or undefined: no TTL check.
+ */
+export type NativeNow = number | boolean;
+
 export interface NativeCursor {
   /** now: a TTL space's clock; the tuples expired at now are skipped. */
-  next(scratch: Buffer, now?: number): number | Buffer | null;
+  next(scratch: Buffer, now?: NativeNow): number | Buffer | null;
   reset(): void;
   /** Puts the cursor back where the last chunk (or scan) started. */
   restore(): void;
@@ -22,15 +29,15 @@ export interface NativeSpace {
   /** Up to maxTuples tuples or budgetMs of work; the new index's id once built, else -1. Throws (and discards the build) when it fails. */
   buildIndexStep(maxTuples: number, budgetMs: number): number;
   /** start/end: the tuple is that range of the Buffer (default: all of it). */
-  /** now (every `now` below): a TTL space's clock, in its unit; absent, no TTL check. */
-  insert(tuple: Buffer, replace: boolean, start?: number, end?: number, now?: number): void;
-  insertMany(tuples: Buffer, now?: number): number;
-  get(index: number, key: NativeKey, scratch: Buffer, now?: number): NativeResult;
+  /** now (every `now` below): a TTL space's clock (see NativeNow); absent, no TTL check. */
+  insert(tuple: Buffer, replace: boolean, start?: number, end?: number, now?: NativeNow): void;
+  insertMany(tuples: Buffer, now?: NativeNow): number;
+  get(index: number, key: NativeKey, scratch: Buffer, now?: NativeNow): NativeResult;
   delete(key: NativeKey, scratch: Buffer): NativeResult;
   select(index: number, key: NativeKey, iterator: number, limit: number, offset: number, scratch: Buffer,
-    now?: number): number | Buffer;
-  count(index: number, key: NativeKey, iterator: number, now?: number): number;
-  minmax(index: number, key: NativeKey, max: boolean, scratch: Buffer, now?: number): NativeResult;
+    now?: NativeNow): number | Buffer;
+  count(index: number, key: NativeKey, iterator: number, now?: NativeNow): number;
+  minmax(index: number, key: NativeKey, max: boolean, scratch: Buffer, now?: NativeNow): NativeResult;
   len(index?: number): number;
   memory(): [number, number];
   truncate(): void;
@@ -127,27 +134,27 @@ class SpaceHandle implements NativeSpace {
   buildIndexStep(maxTuples: number, budgetMs: number): number {
     return fns.buildIndexStep(this.#h, maxTuples, budgetMs);
   }
-  insert(tuple: Buffer, replace: boolean, start?: number, end?: number, now?: number): void {
+  insert(tuple: Buffer, replace: boolean, start?: number, end?: number, now?: NativeNow): void {
     if (now === undefined) fns.insert(this.#h, tuple, replace, start, end);
     else fns.insert(this.#h, tuple, replace, start, end, now);
   }
-  insertMany(tuples: Buffer, now?: number): number {
+  insertMany(tuples: Buffer, now?: NativeNow): number {
     return now === undefined ? fns.insertMany(this.#h, tuples) : fns.insertMany(this.#h, tuples, now);
   }
-  get(index: number, key: NativeKey, scratch: Buffer, now?: number): NativeResult {
+  get(index: number, key: NativeKey, scratch: Buffer, now?: NativeNow): NativeResult {
     return now === undefined ? fns.get(this.#h, index, key, scratch) : fns.get(this.#h, index, key, scratch, now);
   }
   delete(key: NativeKey, scratch: Buffer): NativeResult {
     return fns.delete(this.#h, key, scratch);
   }
   select(index: number, key: NativeKey, iterator: number, limit: number, offset: number, scratch: Buffer,
-    now?: number): number | Buffer {
+    now?: NativeNow): number | Buffer {
     return fns.select(this.#h, index, key, iterator, limit, offset, scratch, now);
   }
-  count(index: number, key: NativeKey, iterator: number, now?: number): number {
+  count(index: number, key: NativeKey, iterator: number, now?: NativeNow): number {
     return fns.count(this.#h, index, key, iterator, now);
   }
-  minmax(index: number, key: NativeKey, max: boolean, scratch: Buffer, now?: number): NativeResult {
+  minmax(index: number, key: NativeKey, max: boolean, scratch: Buffer, now?: NativeNow): NativeResult {
     return fns.minmax(this.#h, index, key, max, scratch, now);
   }
   len(index?: number): number {

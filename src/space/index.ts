@@ -8,7 +8,7 @@ import { TupleIterator } from './iterator.js';
 import type { Space } from './space.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 import { atomicActive, enlist } from './atomic.js';
-import { ttlClock } from './ttl.js';
+import { readClock, type TtlClock } from './ttl.js';
 import type { KeyPrefix } from './keys.js';
 
 export interface SelectOptions {
@@ -31,8 +31,8 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
   readonly space: Space<T, any>;
   readonly #h: NativeSpace;
   readonly #stored: ((tuple: Tuple) => void) | undefined;
-  /** A TTL space's clock: every read passes now() and the addon hides expired tuples. */
-  readonly #now: (() => number) | undefined;
+  /** A TTL space's clock: every read passes its now and the addon hides expired tuples. */
+  readonly #clock: TtlClock | undefined;
 
   /** @internal `stored`: called with the new tuple after an update (the space's insert watchers). */
   constructor(space: Space<T, any>, handle: NativeSpace, id: number, name: string, type: IndexType, unique: boolean, parts: Part[],
@@ -45,18 +45,14 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
     this.type = type;
     this.unique = unique;
     this.parts = Object.freeze(parts.map((p) => Object.freeze({ ...p })));
-    this.#now = ttlClock(space);
+    this.#clock = readClock(space);
   }
 
   /** The tuple with this full key, or undefined. Unique indexes only. */
   get(key: K): T | undefined {
-    if (this.#now !== undefined) return this.#getTtl(key, this.#now);
-    return decodeOne(this.#h.get(this.id, packKey(checkKey('get', key)), scratchBuffer())) as T | undefined;
-  }
-
-  // now() runs first: it is user code, and may read the space (the scratch Buffer, msgpackr).
-  #getTtl(key: K, clock: () => number): T | undefined {
-    const now = clock();
+    // The clock first (in every read): an injected one is user code, and may read the space
+    // (the scratch Buffer, msgpackr).
+    const now = this.#clock?.read();
     return decodeOne(this.#h.get(this.id, packKey(checkKey('get', key)), scratchBuffer(), now)) as T | undefined;
   }
 
@@ -65,7 +61,7 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
     const iterator = iteratorOf('select', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
     const limit = checkCount('select', 'limit', o.limit, Infinity, true);
     const offset = checkCount('select', 'offset', o.offset, 0, true);
-    const now = this.#now?.();
+    const now = this.#clock?.read();
     return decodeMany(this.#h.select(this.id, packKey(checkKey('select', key)), iterator, limit, offset, scratchBuffer(), now)) as T[];
   }
 
@@ -73,25 +69,25 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
   pairs(key?: R, options?: { iterator?: IteratorType }): IterableIterator<T> {
     const o = checkOptions('pairs', options, ['iterator']);
     const iterator = iteratorOf('pairs', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
-    return new TupleIterator<T>(this.#h.cursor(this.id, packKey(checkKey('pairs', key)), iterator), this.#now);
+    return new TupleIterator<T>(this.#h.cursor(this.id, packKey(checkKey('pairs', key)), iterator), this.#clock);
   }
 
   /** The first tuple (with this key prefix, when given). TREE only. */
   min(key?: R): T | undefined {
-    const now = this.#now?.();
+    const now = this.#clock?.read();
     return decodeOne(this.#h.minmax(this.id, packKey(checkKey('min', key)), false, scratchBuffer(), now)) as T | undefined;
   }
 
   /** The last tuple (with this key prefix, when given). TREE only. */
   max(key?: R): T | undefined {
-    const now = this.#now?.();
+    const now = this.#clock?.read();
     return decodeOne(this.#h.minmax(this.id, packKey(checkKey('max', key)), true, scratchBuffer(), now)) as T | undefined;
   }
 
   count(key?: R, options?: { iterator?: IteratorType }): number {
     const o = checkOptions('count', options, ['iterator']);
     const iterator = iteratorOf('count', o.iterator) ?? (key === undefined || key === null ? Iter.ALL : Iter.EQ);
-    const now = this.#now?.();
+    const now = this.#clock?.read();
     return this.#h.count(this.id, packKey(checkKey('count', key)), iterator, now);
   }
 

@@ -2,23 +2,24 @@
 // valid while the space changes between steps; return() (a `break` out of for...of) lets it go.
 import type { NativeCursor } from '../native/loader.js';
 import { decodeOne, scratchBuffer, type Tuple } from '../native/codec.js';
+import type { TtlClock } from './ttl.js';
 
 export class TupleIterator<T extends unknown[] = Tuple> implements IterableIterator<T> {
   private cursor: NativeCursor | undefined;
   /** A TTL space's clock: read at every step, so no tuple that expired meanwhile is returned. */
-  private readonly now: (() => number) | undefined;
+  private readonly clock: TtlClock | undefined;
 
-  constructor(cursor: NativeCursor, now?: () => number) {
+  constructor(cursor: NativeCursor, clock?: TtlClock) {
     this.cursor = cursor;
-    this.now = now;
+    this.clock = clock;
   }
 
   next(): IteratorResult<T> {
     if (this.cursor === undefined) return { done: true, value: undefined };
     let tuple: Tuple | undefined;
-    if (this.now === undefined) tuple = decodeOne(this.cursor.next(scratchBuffer()));
+    if (this.clock === undefined) tuple = decodeOne(this.cursor.next(scratchBuffer()));
     else {
-      const now = this.now();  // user code: before the scratch Buffer is taken
+      const now = this.clock.read();  // user code: before the scratch Buffer is taken
       if (this.cursor === undefined) return { done: true, value: undefined };
       tuple = decodeOne(this.cursor.next(scratchBuffer(), now));
     }

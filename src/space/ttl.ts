@@ -3,10 +3,17 @@
 // (given at creation) and hides a tuple whose TTL field is a number <= now, by the same rule
 // as the daemon (native/engine/ttl.h).
 //
-// Index and TupleIterator find a space's clock through ttlClock(), which src/index.ts does not
-// export; a space without a declaration has none, and its reads stay the plain ones.
+// Index and TupleIterator find a space's clock through readClock(), which src/index.ts does not
+// export; a space without a declaration has none, and its reads stay the plain ones. With an
+// injected `now`, a read calls it and passes the number. With the default clock (the wall clock)
+// a read passes only the unit, and the addon reads the clock itself as Date.now() would
+// (wall_clock_now in ttl.h), without a call back into JavaScript. The value is the number that
+// Date.now() (or Date.now() / 1000) returns at that instant, read on every call, never cached.
+// That holds while Date.now is the built-in: when something has replaced it (fake timers, a
+// spy), reads call Date.now() and pass its value, so a fake clock governs them as before.
 import { CappedError, illegal } from '../errors.js';
 import { checkOptions, describe as describeType } from '../validate.js';
+import type { NativeNow } from '../native/loader.js';
 
 export type TtlUnit = 's' | 'ms';
 
@@ -28,10 +35,34 @@ export interface TtlDeclaration {
 
 const describe = (v: unknown): string => (typeof v === 'number' ? String(v) : typeof v === 'string' ? `'${v}'` : describeType(v));
 
-const clocks = new WeakMap<object, () => number>();
+/** The clock of a TTL space's reads. */
+export class TtlClock {
+  /** The clock in JavaScript: the injected one (its result checked), or Date.now() in the unit. */
+  readonly now: () => number;
+  /** The wall clock's unit as the addon takes it (true: seconds, false: ms); undefined: injected. */
+  readonly #wall: boolean | undefined;
+
+  constructor(now: () => number, wall: boolean | undefined) {
+    this.now = now;
+    this.#wall = wall;
+  }
+
+  /** The `now` a read passes. An injected clock is user code: call this before taking the scratch Buffer. */
+  read(): NativeNow {
+    const wall = this.#wall;
+    if (wall !== undefined && Date.now === builtinDateNow) return wall;
+    return this.now();
+  }
+}
+
+const clocks = new WeakMap<object, TtlClock>();
 
 const seconds = (): number => Date.now() / 1000;
 const millis = (): number => Date.now();
+
+// The built-in Date.now, or (if something had already replaced it when this module loaded) a
+// value no Date.now equals, so that reads always call Date.now().
+const builtinDateNow: unknown = /\{\s*\[native code\]\s*\}\s*$/.test(Function.prototype.toString.call(Date.now)) ? Date.now : {};
 
 export function checkTtl(where: string, value: unknown): TtlDeclaration | undefined {
   if (value === undefined) return undefined;
@@ -53,19 +84,24 @@ export function checkTtl(where: string, value: unknown): TtlDeclaration | undefi
 export function setTtlClock(space: object, name: string, ttl: TtlDeclaration): void {
   const user = ttl.now;
   if (user === undefined) {
-    clocks.set(space, ttl.unit === 's' ? seconds : millis);
+    clocks.set(space, ttl.unit === 's' ? new TtlClock(seconds, true) : new TtlClock(millis, false));
     return;
   }
-  clocks.set(space, () => {
+  clocks.set(space, new TtlClock(() => {
     const now: unknown = user();
     if (typeof now !== 'number' || Number.isNaN(now)) {
       throw new CappedError(`Space '${name}': ttl.now() must return a number, got ${describe(now)}`, 'ER_ILLEGAL_PARAMS');
     }
     return now;
-  });
+  }, undefined));
 }
 
-/** The clock a read of this space passes as `now`, or undefined for a space without a TTL. */
-export function ttlClock(space: object): (() => number) | undefined {
+/** The clock of this space's reads, or undefined for a space without a TTL. */
+export function readClock(space: object): TtlClock | undefined {
   return clocks.get(space);
+}
+
+/** The space's clock in JavaScript (what an insert passes as `now`), or undefined for a space without a TTL. */
+export function ttlClock(space: object): (() => number) | undefined {
+  return clocks.get(space)?.now;
 }
