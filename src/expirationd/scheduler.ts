@@ -53,9 +53,9 @@ export const cpuClock = { now: (): number => performance.now() };
 export const chunkObserver: { onChunk: ((ms: number) => void) | undefined } = { onChunk: undefined };
 
 /** Seconds to wait after a chunk that did not end a pass (the formula). */
-export function chunkDelay(config: Config): number {
-  const { scanSize, scanTime, iterationDelay, it } = config;
-  return Math.min(scanSize * scanTime / (it.len() + 1), iterationDelay);
+export function chunkDelay(config: Config, len = config.it.len()): number {
+  const { scanSize, scanTime, iterationDelay } = config;
+  return Math.min(scanSize * scanTime / (len + 1), iterationDelay);
 }
 
 /**
@@ -65,8 +65,8 @@ export function chunkDelay(config: Config): number {
  * that deletes as it goes shrinks its bursts and overruns the 100 wake-ups (1M tuples, 10%
  * expired: 101 instead of 98).
  */
-export function burstSize(config: Config, passLen = 0): number {
-  const chunksPerPass = Math.ceil((Math.max(config.it.len(), passLen) + 1) / config.scanSize);
+export function burstSize(config: Config, passLen = 0, len = config.it.len()): number {
+  const chunksPerPass = Math.ceil((Math.max(len, passLen) + 1) / config.scanSize);
   return Math.max(1, Math.ceil(chunksPerPass / MAX_WAKEUPS_PER_PASS));
 }
 
@@ -85,6 +85,14 @@ export class CpuWindow {
     this.ends.push(end);
     this.durations.push(duration);
     this.sum += duration;
+    // Drop what left the window here too: a task that never asks (a full scan) would otherwise
+    // keep one entry per chunk for as long as it runs.
+    this.used(end);
+  }
+
+  /** Chunks inside the window (for tests). */
+  get size(): number {
+    return this.ends.length - this.head;
   }
 
   /** Milliseconds of chunk CPU whose chunks ended within the window before `now`. */
@@ -102,10 +110,18 @@ export class CpuWindow {
   }
 }
 
-/** One pending wake-up at a time; cancel() makes sure the pending one never runs. */
+/**
+ * One pending wake-up at a time; cancel() makes sure the pending one never runs. It allocates no
+ * closure per wake-up (a paced 1M pass schedules about a thousand): one `wake`, the pending `run`.
+ */
 export class Scheduler {
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   private isImmediate = false;
+  private run: () => void = () => {};
+  private readonly wake = (): void => {
+    this.timer = undefined;
+    this.run();
+  };
 
   constructor(private readonly keepAlive: boolean) {}
 
@@ -124,10 +140,8 @@ export class Scheduler {
    */
   schedule(seconds: number, betweenPasses: boolean, run: () => void, immediate = false): void {
     this.cancel();
-    const wake = () => {
-      this.timer = undefined;
-      run();
-    };
+    this.run = run;
+    const wake = this.wake;
     const ms = seconds * 1000;
     this.isImmediate = immediate || (ms < 1 && !betweenPasses);
     if (this.isImmediate) {

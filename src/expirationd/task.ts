@@ -75,6 +75,13 @@ export interface TaskStats {
 
 const MAX_BACKOFF = 1;
 
+/** A chunk's context (one per epoch) and the state of the chunk running with it. */
+interface ChunkState {
+  epoch: number;
+  ctx: ChunkContext;
+  state: { failed: boolean; reported: boolean };
+}
+
 function strategyOf(config: Config): Strategy {
   if (config.isExpired !== undefined) return predicate;
   return config.earlyBreak ? earlyBreak : fullScan;
@@ -157,6 +164,8 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   #passStartNow: number | undefined;
   #lastPassStartNow: number | undefined;
   #firstNow: number | undefined;
+  /** The current epoch's chunk context (#context). */
+  #chunk: ChunkState | undefined;
 
   /** @internal use expirationd.start() */
   constructor(name: string, space: Space<T, any>, config: Config) {
@@ -224,6 +233,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     this.#epoch++;
     this.#scheduler.cancel();
     this.#cursor = undefined;
+    this.#chunk = undefined;
     this.#offDrop?.();
     this.#offDrop = undefined;
     this.#offInsert?.();
@@ -310,20 +320,26 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       if (mode === 'wait') mode = 'wake';
     }
     this.#dueAt = -Infinity;
-    const epoch = this.#epoch;
-    const continuing = mode === 'continue';
     if (this.#state !== 'running') return;  // stopped inside a chunk: nothing further
-    this.#scheduler.schedule(seconds, betweenPasses, () => {
-      if (this.#state !== 'running' || epoch !== this.#epoch) return;
-      this.#dueAt = -Infinity;
-      if (!continuing) {
-        this.#counters.wakeups++;
-        this.#burst = 0;
-        this.#burstCpu = 0;
-      }
-      this.#tick();
-    }, mode !== 'wait');
+    // One wake-up is pending at a time (schedule() replaces it), so its epoch and mode live in
+    // fields and #onWake is one closure for the task's life, not one per chunk.
+    this.#wakeEpoch = this.#epoch;
+    this.#wakeContinuing = mode === 'continue';
+    this.#scheduler.schedule(seconds, betweenPasses, this.#onWake, mode !== 'wait');
   }
+
+  #wakeEpoch = 0;
+  #wakeContinuing = false;
+  readonly #onWake = (): void => {
+    if (this.#state !== 'running' || this.#wakeEpoch !== this.#epoch) return;
+    this.#dueAt = -Infinity;
+    if (!this.#wakeContinuing) {
+      this.#counters.wakeups++;
+      this.#burst = 0;
+      this.#burstCpu = 0;
+    }
+    this.#tick();
+  };
 
   /** After an insert through the space: an earlier TTL than the due wake-up brings it forward. */
   #inserted(tuple: Tuple): void {
@@ -375,6 +391,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     }
     const cpuStarted = cpuClock.now();
     const chunk = this.#context(epoch);
+    const state = chunk.state;
     let result: ChunkOutcome | Promise<ChunkOutcome> | { error: unknown };
     try {
       result = this.#strategy.runChunk(chunk.ctx);
@@ -390,12 +407,12 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     this.#burstCpu += cpuEnded - cpuStarted;
     if (result instanceof Promise) {
       result.then(
-        (outcome) => this.#finishChunk(epoch, outcome, chunk.failed()),
+        (outcome) => this.#finishChunk(epoch, outcome, state.failed),
         (error: unknown) => this.#finishChunk(epoch, { error }, true),
       ).catch((error: unknown) => this.#report(error));
       return;
     }
-    this.#finishChunk(epoch, result, chunk.failed());
+    this.#finishChunk(epoch, result, state.failed);
   }
 
   #finishChunk(epoch: number, result: ChunkOutcome | { error: unknown }, failedInside: boolean): void {
@@ -449,8 +466,9 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       else this.#schedule(this.chunkDelay, false, 'wait');
       return;
     }
-    if (this.#burst < burstSize(config, this.#passLen) && this.#burstCpu < BURST_MS) this.#schedule(0, false, 'continue');
-    else this.#schedule(this.#burst * this.chunkDelay, false, 'wait');
+    const len = config.it.len();
+    if (this.#burst < burstSize(config, this.#passLen, len) && this.#burstCpu < BURST_MS) this.#schedule(0, false, 'continue');
+    else this.#schedule(this.#burst * chunkDelay(config, len), false, 'wait');
   }
 
   /** After a pass: the formula's wait (for every chunk of the last burst), or sooner at the due time. */
@@ -559,15 +577,27 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     this.#passFailed = true;
   }
 
-  #context(epoch: number): { ctx: ChunkContext; failed: () => boolean } {
+  /**
+   * The chunk's context: one per epoch (its closures check that epoch), its per-chunk state reset
+   * for each chunk. Chunks of one epoch never overlap (the next is scheduled once one is done,
+   * async onExpired included), so a chunk's state is its own until it finished.
+   */
+  #context(epoch: number): ChunkState {
+    let chunk = this.#chunk;
+    if (chunk === undefined || chunk.epoch !== epoch) chunk = this.#chunk = this.#newContext(epoch);
+    chunk.state = { failed: false, reported: false };
+    return chunk;
+  }
+
+  #newContext(epoch: number): ChunkState {
     const task = this;
-    let reported = false;
-    let failed = false;
+    const chunk: ChunkState = { epoch, ctx: undefined as unknown as ChunkContext, state: { failed: false, reported: false } };
     const fail = (error: unknown): void => {
-      failed = true;
+      const state = chunk.state;
+      state.failed = true;
       if (epoch === this.#epoch) this.#noteFailure(error);  // not into a pass of a later epoch
-      if (reported) return;
-      reported = true;
+      if (state.reported) return;
+      state.reported = true;
       this.#report(error);
     };
     const ctx: ChunkContext = {
@@ -610,7 +640,8 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
         if (tuples.length > 0 && this.listenerCount('expired') > 0) this.#safeEmit('expired', tuples);
       },
     };
-    return { ctx, failed: () => failed };
+    chunk.ctx = ctx;
+    return chunk;
   }
 
   // Calls the user's now(), or returns undefined when it is already running: a now() that calls
