@@ -8,6 +8,9 @@ import { describe, expect, test } from 'vitest';
 import { Space, type Tuple } from '../src/index.js';
 
 const PAGE = 2 * 1024 * 1024;
+// The sanitizer build (CAPPED_EXPIRATIOND_ADDON, CE_TUPLE_MALLOC) and non-Linux builds take every
+// table from calloc: no pages to ask for or give back, so only the load itself is checked there.
+const PAGED = process.platform === 'linux' && !process.env.CAPPED_EXPIRATIOND_ADDON;
 const keyOf = (i: number): number => Math.imul(i, 2654435761) >>> 0;
 
 describe('memory held ahead', () => {
@@ -27,8 +30,10 @@ describe('memory held ahead', () => {
       prev = now;
     }
     expect(space.len()).toBe(700_000);
-    expect(maxRise).toBeLessThanOrEqual(PAGE);
-    expect(pageDrops).toBeGreaterThanOrEqual(1);
+    if (PAGED) {
+      expect(maxRise).toBeLessThanOrEqual(PAGE);
+      expect(pageDrops).toBeGreaterThanOrEqual(1);
+    }
     space.drop();
   });
 });
