@@ -12,11 +12,13 @@
 // which touches no byte, so it is safe while the owner already writes there; the owners
 // (tuple_arena.h, node_pool.h, hash_table.h) allocate their next block ahead of need, so its
 // pages are in by the time it is used. unmap(p, len) hands a mapping that nothing refers to any
-// more to the thread. Requests run in order, so a populate never runs after the unmap of its
-// range.
+// more to the thread. discard(p, len) gives back the pages of a range that its owner will only
+// read as zeros from now on (MADV_DONTNEED: a later read sees zeros and holds no memory): the
+// moved part of a hash table being migrated (hash_table.h). Requests run in order, so a populate
+// or discard never runs after the unmap of its range.
 //
 // Bounds: the queue is a fixed ring of kQueue requests and never allocates; when it is full,
-// unmap() unmaps at once and populate() drops the request (the owner then faults lazily, as
+// unmap() and discard() run at once and populate() drops the request (the owner then faults lazily, as
 // without this thread). If the thread cannot be started, both work the same way. A kernel
 // without MADV_POPULATE_WRITE makes populate a no-op. wait_idle() (tests, and process exit)
 // waits for the queue to drain. The thread is started at the first request and lives, detached,
@@ -37,21 +39,24 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-// populate(p, len), unmap(p, len): queue a request (see above). wait_idle(): blocks until every
+// populate(p, len), unmap(p, len), discard(p, len): queue a request (see above). wait_idle(): blocks until every
 // queued request has run. pending(): requests queued or running.
 namespace ce {
 namespace background {
 namespace detail {
 
+enum class Kind { kPopulate, kUnmap, kDiscard };
+
 struct Request {
   void* p;
   size_t len;
-  bool unmap;
+  Kind kind;
 };
 
 inline void run(const Request& r) noexcept {
 #if defined(__linux__)
-  if (r.unmap) munmap(r.p, r.len);
+  if (r.kind == Kind::kUnmap) munmap(r.p, r.len);
+  else if (r.kind == Kind::kDiscard) madvise(r.p, r.len, MADV_DONTNEED);
   else madvise(r.p, r.len, MADV_POPULATE_WRITE);  // EINVAL on an older kernel: nothing happens
 #else
   (void)r;
@@ -67,7 +72,7 @@ class Worker {
     if (!started_) start();
     if (!running_ || count_ == kQueue) {
       lock.unlock();
-      if (r.unmap) run(r);  // a populate is only a hint: drop it
+      if (r.kind != Kind::kPopulate) run(r);  // a populate is only a hint: drop it
       return;
     }
     ring_[(head_ + count_) % kQueue] = r;
@@ -134,8 +139,9 @@ inline Worker& worker() {
 
 }  // namespace detail
 
-inline void populate(void* p, size_t len) noexcept { detail::worker().submit(detail::Request{p, len, false}); }
-inline void unmap(void* p, size_t len) noexcept { detail::worker().submit(detail::Request{p, len, true}); }
+inline void populate(void* p, size_t len) noexcept { detail::worker().submit(detail::Request{p, len, detail::Kind::kPopulate}); }
+inline void unmap(void* p, size_t len) noexcept { detail::worker().submit(detail::Request{p, len, detail::Kind::kUnmap}); }
+inline void discard(void* p, size_t len) noexcept { detail::worker().submit(detail::Request{p, len, detail::Kind::kDiscard}); }
 inline void wait_idle() noexcept { detail::worker().wait_idle(); }
 inline size_t pending() noexcept { return detail::worker().pending(); }
 

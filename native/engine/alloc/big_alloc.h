@@ -8,7 +8,8 @@
 //
 // The kernel's slow parts of such a mapping go to a background thread (background.h): freeing
 // (munmap) always, and, for an array allocated ahead of need (`ahead`), faulting its pages in,
-// so that neither lands in one insert, truncate() or drop().
+// so that neither lands in one insert, truncate() or drop(). big_discard() gives back pages of a
+// mapping that are known to be zeros again (a hash table's migrated part).
 //
 // The sanitizer build (CE_TUPLE_MALLOC) always uses calloc, so that AddressSanitizer sees every
 // array and reports any access past its end.
@@ -37,6 +38,23 @@ inline size_t big_size(size_t bytes) {
   if (bytes >= kHugePage) return (bytes + kHugePage - 1) & ~(kHugePage - 1);
 #endif
   return bytes;
+}
+
+// Whether big_calloc(bytes) maps whole 2 MiB pages of its own (which big_discard may give back).
+inline bool big_mapped(size_t bytes) {
+#ifdef CE_BIG_MMAP
+  return bytes >= kHugePage;
+#else
+  (void)bytes;
+  return false;
+#endif
+}
+
+// Gives back the pages of [p, p + len), whole 2 MiB pages inside a big_mapped() array that the
+// owner will only read as zeros from now on; the background thread does it (a later read sees
+// zeros and holds no memory).
+inline void big_discard(void* p, size_t len) {
+  if (len != 0) background::discard(p, len);
 }
 
 // Returns `bytes` zeroed bytes; throws std::bad_alloc. ahead: the caller will not touch them

@@ -11,9 +11,11 @@
 // Freed blocks are reused by later inserts, not returned to the system, until reset() (the tree
 // was cleared or emptied) or the pool's destruction; reserved() counts every chunk.
 //
-// Once chunks are 2 MiB, the pool keeps the next one allocated ahead (next_chunk_), its pages
-// faulted in by the background thread (background.h) while the current one fills, so that no
-// take() pays the kernel's zeroing of a fresh huge page; reserved() counts it too.
+// Once chunks are 2 MiB, the pool keeps the next one allocated ahead (next_chunk_) as address
+// space only (an untouched mapping holds no memory); when three quarters of the current chunk
+// are carved (populate_at_: 1,024 nodes before it is needed) the background thread
+// (background.h) faults its pages in, so that no take() pays the kernel's zeroing of a fresh huge
+// page. reserved() counts that chunk from the moment its pages were asked for.
 //
 // Built with CE_TUPLE_MALLOC (the sanitizer build and the native stress test), every block is
 // its own operator new allocation, so AddressSanitizer sees each node and injected allocation
@@ -66,6 +68,7 @@ class NodePool {
       return b;
     }
     if (next_ == end_) grow();
+    else if (next_ == populate_at_) populate_next();
     void* p = next_;
     next_ += kBlock;
     return p;
@@ -135,6 +138,7 @@ class NodePool {
     chunks_.clear();
     if (next_chunk_ != nullptr) big_free(next_chunk_, kHugePage);
     next_chunk_ = nullptr;
+    populate_at_ = nullptr;
     free_ = nullptr;
     free_count_ = 0;
     next_ = end_ = nullptr;
@@ -162,18 +166,21 @@ class NodePool {
     void* p;
     size_t added = bytes;
     if (bytes >= kHugePage) {
-      // This chunk is the one allocated ahead (or a new one), and the next is allocated now:
-      // either allocation may throw, with nothing changed.
+      // This chunk is the one allocated ahead (or a new one), and the next is allocated now, as
+      // address space: either allocation may throw, with nothing changed. reserved() already
+      // counts the one ahead if its pages were asked for.
+      const bool counted = next_chunk_ != nullptr && populate_at_ == nullptr;
       p = next_chunk_ != nullptr ? next_chunk_ : big_calloc(bytes);
       void* next;
       try {
-        next = big_calloc(kHugePage, /*ahead=*/true);
+        next = big_calloc(kHugePage);
       } catch (...) {
         if (p != next_chunk_) big_free(p, bytes);
         throw;
       }
-      if (next_chunk_ == nullptr) added += kHugePage;
+      if (counted) added = 0;
       next_chunk_ = next;
+      populate_at_ = static_cast<uint8_t*>(p) + kHugePage / kBlock * 3 / 4 * kBlock;
     } else {
       fault::point();
       p = ::operator new(bytes);
@@ -183,6 +190,13 @@ class NodePool {
     end_ = next_ + bytes / kBlock * kBlock;
     reserved_ += added;
   }
+  // Asks the background thread for the pages of the chunk ahead; reserved() counts it from now.
+  void populate_next() {
+    if (populate_at_ == nullptr) return;
+    background::populate(next_chunk_, kHugePage);
+    reserved_ += kHugePage;
+    populate_at_ = nullptr;
+  }
   static void free_chunk(const Chunk& c) {
     if (c.bytes >= kHugePage) big_free(c.p, c.bytes);
     else ::operator delete(c.p);
@@ -190,6 +204,7 @@ class NodePool {
 
   std::vector<Chunk> chunks_;
   void* next_chunk_ = nullptr;  // the next 2 MiB chunk, allocated ahead (pool build)
+  uint8_t* populate_at_ = nullptr;  // where take() asks for next_chunk_'s pages; null once asked
   FreeBlock* free_ = nullptr;
   size_t free_count_ = 0;
 #ifdef CE_TUPLE_MALLOC

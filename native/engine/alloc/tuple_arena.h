@@ -13,9 +13,11 @@
 // The first kSmallSlabs slabs are malloc blocks, so a small space costs little. After that,
 // slabs are carved from 2 MiB chunks backed by transparent huge pages (see big_alloc.h): a
 // random read of one tuple among millions then costs a cache miss but not also a TLB miss.
-// The next chunk is allocated ahead (spare_) and its pages faulted in by the background thread
-// (background.h) while the current one fills, so that no insert pays the kernel's zeroing of a
-// fresh huge page. memory() counts whole chunks, the one ahead included.
+// The next chunk is allocated ahead (spare_) when the current one starts, as address space only
+// (an untouched mapping holds no memory), and once the current chunk is three quarters carved
+// into slabs (kPopulateAt) the background thread (background.h) faults its pages in, so that no
+// insert pays the kernel's zeroing of a fresh huge page. memory() counts whole chunks, and the
+// one ahead only from the moment its pages were asked for.
 //
 // Built with CE_TUPLE_MALLOC (the sanitizer build), every tuple is its own malloc block, so that
 // AddressSanitizer sees each one and reports any use after free.
@@ -42,6 +44,9 @@ class TupleArena {
   static constexpr size_t kMaxSmall = 1024;
   static constexpr size_t kGrain = 8;
   static constexpr size_t kClasses = kMaxSmall / kGrain;
+  // The slab of the current chunk whose carving asks for the next chunk's pages (a quarter of a
+  // chunk, 8 slabs or about 13,000 tuples of 40 bytes, before it is needed).
+  static constexpr size_t kPopulateAt = kChunkSize / kSlabSize * 3 / 4;
 #ifdef CE_TUPLE_MALLOC
   static constexpr bool kAlwaysMalloc = true;
 #else
@@ -91,13 +96,14 @@ class TupleArena {
     chunks_.clear();
     if (spare_ != nullptr) big_free(spare_, kChunkSize);
     spare_ = nullptr;
+    spare_populated_ = false;
     chunk_next_ = chunk_end_ = nullptr;
     for (Class& c : classes_) c = Class{};
     // Large tuples are freed one by one by the owner before reset (it knows where they are).
   }
 
   size_t memory() const {
-    return slabs_.size() * kSlabSize + (chunks_.size() + (spare_ != nullptr ? 1 : 0)) * kChunkSize + large_bytes_;
+    return slabs_.size() * kSlabSize + (chunks_.size() + (spare_populated_ ? 1 : 0)) * kChunkSize + large_bytes_;
   }
 
   static size_t footprint(uint32_t size) {
@@ -138,15 +144,17 @@ class TupleArena {
       chunks_.reserve(chunks_.size() + 1);
       // This chunk is the one allocated ahead (or a new one), and the next is allocated now:
       // either allocation may throw, with nothing changed.
+      // The next one is not populated yet (see kPopulateAt).
       uint8_t* chunk = spare_ != nullptr ? spare_ : static_cast<uint8_t*>(big_calloc(kChunkSize));
       uint8_t* next;
       try {
-        next = static_cast<uint8_t*>(big_calloc(kChunkSize, /*ahead=*/true));
+        next = static_cast<uint8_t*>(big_calloc(kChunkSize));
       } catch (...) {
         if (chunk != spare_) big_free(chunk, kChunkSize);
         throw;
       }
       spare_ = next;
+      spare_populated_ = false;
       chunk_next_ = chunk;
       chunk_end_ = chunk_next_ + kChunkSize;
       chunks_.push_back(chunk_next_);
@@ -154,6 +162,10 @@ class TupleArena {
     if (chunk_next_ != chunk_end_) {
       uint8_t* slab = chunk_next_;
       chunk_next_ += kSlabSize;
+      if (!spare_populated_ && spare_ != nullptr && chunk_next_ == chunk_end_ - kChunkSize + kPopulateAt * kSlabSize) {
+        background::populate(spare_, kChunkSize);
+        spare_populated_ = true;
+      }
       return slab;
     }
     fault::point();
@@ -167,7 +179,8 @@ class TupleArena {
 
   std::vector<void*> slabs_;   // malloc'd slabs, the first kSmallSlabs
   std::vector<void*> chunks_;  // 2 MiB chunks, each carved into slabs
-  uint8_t* spare_ = nullptr;   // the next chunk, allocated ahead
+  uint8_t* spare_ = nullptr;   // the next chunk, allocated ahead (address space)
+  bool spare_populated_ = false;  // its pages were asked for (memory() counts it)
   uint8_t* chunk_next_ = nullptr;
   uint8_t* chunk_end_ = nullptr;
   Class classes_[kClasses];

@@ -19,17 +19,22 @@
 // moves the next kMigrateStep slots of the old table, in slot order from 0, into the new one
 // (so it reads at most kMigrateStep old slots and hashes at most kMigrateStep tuples). Lookups,
 // erases and replace_same consult the new table, then the old. When the last old slot has been
-// moved, the old array is freed. (A table of at most kRehashAtOnce slots is moved at once,
-// within the insert that grows it.) The new table is sized so that the migration always ends
+// moved, the old array is freed; meanwhile its whole 2 MiB pages below migrated() are given back
+// as the migration passes them (big_discard: they hold only empty slots, read as zeros). (A
+// table of at most kRehashAtOnce slots is moved at once, within the insert that grows it.) The new table is sized so that the migration always ends
 // before the new table reaches 80%: it holds at most the old live tuples plus one tuple per
 // insert, and there are at most old_capacity / kMigrateStep inserts in a migration.
 //
 // The next table is allocated ahead, when an insert takes a table of more than kRehashAtOnce
-// slots past 72% load (spare_), sized for the growth at 80%, and the background thread
-// (alloc/background.h) faults its pages in meanwhile: otherwise the first moves of a migration,
-// scattered over an untouched array, each paid the kernel's zeroing of a 2 MiB huge page in the
-// insert (measured: up to 4 such faults, 2.7 ms, in one insert at 2M tuples). grow() takes the
-// spare when it is large enough. memory() counts it.
+// slots past 72% load (spare_), sized for the growth at 80%, as address space only (an
+// untouched mapping holds no memory). From 76% load on, the background thread
+// (alloc/background.h) faults its pages in, 2 MiB pages in proportion to the inserts towards 80%
+// (the share of the spare that the load's progress from 76% to 80% calls for, rounded up to the
+// next page), so that the whole spare is asked for before the growth needs it: otherwise the
+// first moves of a migration, scattered over an untouched array, each paid the kernel's zeroing
+// of a 2 MiB huge page in the insert (measured: up to 4 such faults, 2.7 ms, in one insert at 2M
+// tuples). grow() takes the spare when it is large enough (asking for any page not asked for
+// yet). memory() counts the spare's pages asked for (a spare under 2 MiB, from calloc, whole).
 //
 // Invariants: in each table, every stored tuple sits at or after its home slot (cyclically) with
 // no empty slot in between (linear probing); live + tombstones <= 80% of the new table; no two
@@ -51,8 +56,9 @@
 // Costs: find, insert and erase are O(1) expected, one cache miss for the slot and one for the
 // tuple, two probes for a miss while migrating; an insert's share of a growth is at most
 // kMigrateStep old slots, with their tuples prefetched together. Memory is 8 bytes a slot at a
-// load between 53% and 80%, plus both arrays during a migration (as a rehash needed), plus the
-// rounding of a large table up to whole 2 MiB pages.
+// load between 53% and 80%, plus, during a migration, the old array's part not yet moved (its
+// moved pages are given back), plus the spare's pages asked for from 76% load, plus the rounding
+// of a large table up to whole 2 MiB pages. memory() counts exactly these.
 #pragma once
 
 #include <algorithm>
@@ -90,8 +96,8 @@ class HashTable {
   // Whether the next insert begins a growth (and allocates).
   bool full() const { return (cur_.live + cur_.tombstones + undo_room_ + 1) * 5 > cur_.cap * 4; }
   size_t memory() const {
-    return big_size(cur_.cap * sizeof(uint64_t)) + big_size(old_.cap * sizeof(uint64_t)) +
-           big_size(spare_cap_ * sizeof(uint64_t));
+    return big_size(cur_.cap * sizeof(uint64_t)) + big_size(old_.cap * sizeof(uint64_t)) - old_discarded_ +
+           spare_populated_;
   }
   uint64_t generation() const { return generation_; }
   uint64_t epoch() const { return epoch_; }
@@ -128,6 +134,7 @@ class HashTable {
     if (spare_ == nullptr && !migrating() && cur_.cap > kRehashAtOnce &&
         (cur_.live + cur_.tombstones + undo_room_ + 1) * 25 > cur_.cap * 18)
       allocate_spare();  // may throw: nothing has changed yet
+    if (spare_populated_ != spare_bytes_ && !migrating()) populate_spare(cur_.live + cur_.tombstones + undo_room_ + 1);
     if (full()) {
       // Unreachable while migrating unless a rollback's room is reserved (the new table has room
       // for the whole migration); kept so that the load bound holds whatever happens.
@@ -344,14 +351,18 @@ class HashTable {
       if (g_hash_alloc_hook) g_hash_alloc_hook(spare_cap_ * sizeof(uint64_t));
       slots = spare_;
       new_cap = spare_cap_;
+      if (spare_populated_ < spare_bytes_)  // grown early (reserve_undo): the rest in the background
+        background::populate(reinterpret_cast<uint8_t*>(spare_) + spare_populated_, spare_bytes_ - spare_populated_);
       spare_ = nullptr;
       spare_cap_ = 0;
+      spare_bytes_ = spare_populated_ = 0;
     } else {
       const size_t bytes = new_cap * sizeof(uint64_t);
       if (g_hash_alloc_hook) g_hash_alloc_hook(bytes);
       slots = static_cast<uint64_t*>(big_calloc(bytes));
     }
     old_ = cur_;
+    old_discarded_ = 0;
     cur_ = Slots{slots, new_cap, 0, 0};
     migrated_ = migrated_cluster_start_ = 0;
     wrap_end_ = 0;
@@ -371,8 +382,27 @@ class HashTable {
     const size_t cap = std::max((live + 1) * 15 / 8 + 16, (live + cur_.cap / kMigrateStep + 2) * 5 / 4 + 16);
     const size_t bytes = cap * sizeof(uint64_t);
     if (g_hash_alloc_hook) g_hash_alloc_hook(bytes);
-    spare_ = static_cast<uint64_t*>(big_calloc(bytes, /*ahead=*/true));
+    spare_ = static_cast<uint64_t*>(big_calloc(bytes));
     spare_cap_ = cap;
+    spare_bytes_ = big_size(bytes);
+    // A calloc'd spare (under 2 MiB) is not huge-page backed: counted whole, nothing to populate.
+    spare_populated_ = spare_bytes_ < kHugePage ? spare_bytes_ : 0;
+  }
+
+  // Asks the background thread for the spare's pages that the load calls for: none below 76%,
+  // then, with p the progress of `used` (slots used after this insert) from 76% to 80% of the
+  // capacity, the first p of the spare rounded up to the next whole 2 MiB page (the pages are all
+  // needed at 80%, when the growth starts: a page is asked for as soon as its share of the window
+  // begins, so the thread always has the rest of the window).
+  void populate_spare(size_t used) {
+    const size_t from = cur_.cap * 19 / 25, to = cur_.cap * 4 / 5;
+    if (used <= from) return;
+    size_t want = used >= to ? spare_bytes_
+                             : static_cast<size_t>(static_cast<unsigned __int128>(spare_bytes_) * (used - from) / (to - from));
+    want = std::min(spare_bytes_, (want / kHugePage + 1) * kHugePage);
+    if (want <= spare_populated_) return;
+    background::populate(reinterpret_cast<uint8_t*>(spare_) + spare_populated_, want - spare_populated_);
+    spare_populated_ = want;
   }
 
   // Moves old slots [migrated_, migrated_ + kMigrateStep) into the new table.
@@ -392,12 +422,25 @@ class HashTable {
       old_.live--;
     }
     migrated_ = end;
-    if (migrated_ == old_.cap || old_.live == 0) finish_migration();
+    if (migrated_ == old_.cap || old_.live == 0) {
+      finish_migration();
+      return;
+    }
+    // The old table's whole 2 MiB pages below migrated_ hold only empty slots, which nothing
+    // writes again: give them back (a reader there sees zeros, which is kEmpty).
+    if (big_mapped(old_.cap * sizeof(uint64_t))) {
+      const size_t done = migrated_ * sizeof(uint64_t) / kHugePage * kHugePage;
+      if (done > old_discarded_) {
+        big_discard(reinterpret_cast<uint8_t*>(old_.slots) + old_discarded_, done - old_discarded_);
+        old_discarded_ = done;
+      }
+    }
   }
 
   void finish_migration() {
     big_free(old_.slots, old_.cap * sizeof(uint64_t));
     old_ = Slots{};
+    old_discarded_ = 0;
     migrated_ = migrated_cluster_start_ = wrap_end_ = 0;
   }
 
@@ -407,8 +450,10 @@ class HashTable {
     big_free(spare_, spare_cap_ * sizeof(uint64_t));
     spare_ = nullptr;
     spare_cap_ = 0;
+    spare_bytes_ = spare_populated_ = 0;
     cur_ = Slots{};
     old_ = Slots{};
+    old_discarded_ = 0;
     migrated_ = migrated_cluster_start_ = wrap_end_ = 0;
   }
 
@@ -420,6 +465,9 @@ class HashTable {
   size_t wrap_end_ = 0;
   uint64_t* spare_ = nullptr;  // the next table, allocated ahead (zeroed), or null
   size_t spare_cap_ = 0;
+  size_t old_discarded_ = 0;    // the old table's first bytes given back (big_discard) while migrating
+  size_t spare_bytes_ = 0;      // big_size() of the spare
+  size_t spare_populated_ = 0;  // its first bytes whose pages were asked for (memory() counts them)
   size_t undo_room_ = 0;  // slots kept free in the current table for a rollback's re-inserts
   uint64_t generation_ = 0;
   uint64_t epoch_ = 0;
