@@ -158,6 +158,7 @@ void SpaceObject::register_functions(napi_env env, napi_value exports, AddonData
       method("deleteVisited", call<&SpaceObject::delete_visited, true>, d),
       method("checkIntegrity", call<&SpaceObject::check_integrity>, d),
       method("update", call<&SpaceObject::update, true>, d),
+      method("updateNumber", call<&SpaceObject::update_number, true>, d),
       method("upsert", call<&SpaceObject::upsert, true>, d),
       method("bsize", call<&SpaceObject::bsize>, d),
       method("takeEvicted", call<&SpaceObject::take_evicted>, d),
@@ -560,6 +561,85 @@ napi_value SpaceObject::update(const Args& args) {
   later.rethrow();
   return emit_tuple(args, 5,
                     s.update(id, key.data(), key.size(), reinterpret_cast<const uint8_t*>(ops.data()), ops.size()));
+}
+
+namespace {
+
+// A JavaScript number as src/space/update.ts's packOpsFast (and msgpackr) packs it: an integer in
+// [-2^31, 2^32) as the shortest MessagePack integer, anything else as a float64. Writes at most
+// 9 bytes at out[n] and returns the new end.
+size_t write_js_number(uint8_t* out, size_t n, double v) {
+  if (std::trunc(v) == v && v >= -2147483648.0 && v < 4294967296.0) {
+    if (v >= 0) {
+      const uint32_t u = uint32_t(v);
+      if (u < 0x80) {
+        out[n++] = uint8_t(u);
+      } else if (u < 0x100) {
+        out[n++] = 0xcc;
+        out[n++] = uint8_t(u);
+      } else if (u < 0x10000) {
+        out[n++] = 0xcd;
+        out[n++] = uint8_t(u >> 8);
+        out[n++] = uint8_t(u);
+      } else {
+        out[n++] = 0xce;
+        for (int s = 24; s >= 0; s -= 8) out[n++] = uint8_t(u >> s);
+      }
+      return n;
+    }
+    const int32_t i = int32_t(v);
+    const uint32_t u = uint32_t(i);
+    if (i >= -32) {
+      out[n++] = uint8_t(u);
+    } else if (i >= -0x80) {
+      out[n++] = 0xd0;
+      out[n++] = uint8_t(u);
+    } else if (i >= -0x8000) {
+      out[n++] = 0xd1;
+      out[n++] = uint8_t(u >> 8);
+      out[n++] = uint8_t(u);
+    } else {
+      out[n++] = 0xd2;
+      for (int s = 24; s >= 0; s -= 8) out[n++] = uint8_t(u >> s);
+    }
+    return n;
+  }
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  out[n++] = 0xcb;
+  for (int s = 56; s >= 0; s -= 8) out[n++] = uint8_t(bits >> s);
+  return n;
+}
+
+}  // namespace
+
+// updateNumber(index, key, op, field, value, scratch): update() with the one operation
+// [op, field, value], where op is the operator's character code and field and value are
+// numbers. The operation is packed here exactly as packOpsFast would pack it, so the engine
+// sees the same bytes (and gives the same errors) without a Buffer to unwrap and copy.
+napi_value SpaceObject::update_number(const Args& args) {
+  Deferred early, later;
+  const uint32_t id = early([&] { return args.u32(0, "index"); });
+  const KeyArg key = later([&] { return key_arg(args, 1); });
+  uint8_t ops[24];
+  size_t n = 0;
+  later([&] {
+    const uint32_t op = args.u32(2, "op");
+    const double field = args.number(3, "field");
+    const double value = args.number(4, "value");
+    if (op == 0 || op > 0x7f) throw bad_arg("op", "the character code of an update operator");
+    ops[n++] = 0x91;  // [[op, field, value]]
+    ops[n++] = 0x93;
+    ops[n++] = 0xa1;
+    ops[n++] = uint8_t(op);
+    n = write_js_number(ops, n, field);
+    n = write_js_number(ops, n, value);
+  });
+  Space& s = space();
+  early.rethrow();
+  s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
+  later.rethrow();
+  return emit_tuple(args, 5, s.update(id, key.data(), key.size(), ops, n));
 }
 
 // upsert(tuple, ops, start, end, want, scratch): ops is [start, end) of its Buffer; want: return

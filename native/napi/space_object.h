@@ -89,6 +89,7 @@ class SpaceObject {
   napi_value delete_visited(const Args& args);
   napi_value check_integrity(const Args& args);
   napi_value update(const Args& args);
+  napi_value update_number(const Args& args);
   napi_value upsert(const Args& args);
   napi_value bsize(const Args& args);
   napi_value take_evicted(const Args& args);

@@ -88,9 +88,73 @@ function grow(size: number): void {
   }
 }
 
+const fromCharCode = String.fromCharCode;
+// Node's Buffer has it (what toString('latin1', ...) ends in); @types/node does not declare it.
+type LatinSlicer = Buffer & { latin1Slice(start: number, end: number): string };
+
+// An ASCII string of n bytes at b[p], or undefined when a byte is not ASCII. Short ones are
+// built here; from 8 bytes on, latin1Slice (one native call) is cheaper.
+function ascii(b: Buffer, p: number, n: number): string | undefined {
+  if (n < 8) {
+    let s = '';
+    for (let i = 0; i < n; i++) {
+      const c = b[p + i];
+      if (c >= 0x80) return undefined;
+      s += fromCharCode(c);
+    }
+    return s;
+  }
+  for (let i = p; i < p + n; i++) if (b[i] >= 0x80) return undefined;
+  return (b as LatinSlicer).latin1Slice(p, p + n);
+}
+
+/**
+ * The common tuple, decoded without msgpackr (a counter [id, n] in about 16 ns instead of 80):
+ * an array of fewer than 16 fields that are integers of at most 32 bits, float64s, nil,
+ * booleans and ASCII strings of fewer than 32 bytes, the values msgpackr would give. Anything
+ * else (and any byte out of place) returns undefined and goes to msgpackr.
+ */
+function decodeFlat(b: Buffer, end: number): Tuple | undefined {
+  const h = b[0];
+  if ((h & 0xf0) !== 0x90) return undefined;
+  const n = h & 0x0f;
+  const out = new Array<unknown>(n);
+  let p = 1;
+  for (let i = 0; i < n; i++) {
+    if (p >= end) return undefined;
+    const c = b[p++];
+    let v: unknown;
+    if (c < 0x80) v = c;
+    else if (c >= 0xe0) v = c - 0x100;
+    else if (c >= 0xa0 && c < 0xc0) {
+      const len = c & 0x1f;
+      if (p + len > end || (v = ascii(b, p, len)) === undefined) return undefined;
+      p += len;
+    } else {
+      switch (c) {
+        case 0xc0: v = null; break;
+        case 0xc2: v = false; break;
+        case 0xc3: v = true; break;
+        case 0xcc: if (p + 1 > end) return undefined; v = b[p]; p += 1; break;
+        case 0xcd: if (p + 2 > end) return undefined; v = b.readUInt16BE(p); p += 2; break;
+        case 0xce: if (p + 4 > end) return undefined; v = b.readUInt32BE(p); p += 4; break;
+        case 0xd0: if (p + 1 > end) return undefined; v = b.readInt8(p); p += 1; break;
+        case 0xd1: if (p + 2 > end) return undefined; v = b.readInt16BE(p); p += 2; break;
+        case 0xd2: if (p + 4 > end) return undefined; v = b.readInt32BE(p); p += 4; break;
+        case 0xcb: if (p + 8 > end) return undefined; v = b.readDoubleBE(p); p += 8; break;
+        default: return undefined;
+      }
+    }
+    out[i] = v;
+  }
+  return p === end ? out : undefined;
+}
+
 export function decodeOne(result: NativeResult): Tuple | undefined {
   if (result === null) return undefined;
-  if (typeof result === 'number') return unpackr.unpack(scratch, result) as Tuple;  // a number is the end offset
+  if (typeof result === 'number') {  // a number is the end offset
+    return decodeFlat(scratch, result) ?? unpackr.unpack(scratch, result) as Tuple;
+  }
   grow(result.length);
   return unpackr.unpack(result) as Tuple;
 }

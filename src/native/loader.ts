@@ -56,6 +56,8 @@ export interface NativeSpace {
   checkIntegrity(): string;
   /** ops is [start, end) of its Buffer; the new tuple, or null when the key is absent. */
   update(index: number, key: NativeKey, ops: Buffer, start: number, end: number, scratch: Buffer): NativeResult;
+  /** update() with the one operation [op, field, value]: op its character code, value a number. */
+  updateNumber(index: number, key: NativeKey, op: number, field: number, value: number, scratch: Buffer): NativeResult;
   /** want: return the stored tuple (null when the update was dropped); else undefined. */
   upsert(tuple: Buffer, ops: Buffer, start: number, end: number, want: boolean, scratch: Buffer): NativeResult | undefined;
   /** The sum of the stored tuples' MessagePack sizes (what maxBytes caps). */
@@ -201,6 +203,9 @@ class SpaceHandle implements NativeSpace {
   }
   update(index: number, key: NativeKey, ops: Buffer, start: number, end: number, scratch: Buffer): NativeResult {
     return fns.update(this.#h, index, key, ops, start, end, scratch);
+  }
+  updateNumber(index: number, key: NativeKey, op: number, field: number, value: number, scratch: Buffer): NativeResult {
+    return fns.updateNumber(this.#h, index, key, op, field, value, scratch);
   }
   upsert(tuple: Buffer, ops: Buffer, start: number, end: number, want: boolean, scratch: Buffer): NativeResult | undefined {
     return fns.upsert(this.#h, tuple, ops, start, end, want, scratch);

@@ -1,6 +1,6 @@
 // Index: reads through one index of a space. The native handle it holds is the space's, passed
 // in by Space.createIndex and never exposed.
-import { Iter, type NativeSpace } from '../native/loader.js';
+import { Iter, type NativeResult, type NativeSpace } from '../native/loader.js';
 import { decodeMany, decodeOne, packKey, packOps, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { checkCount, checkOptions } from '../validate.js';
 import { checkKey, iteratorOf, type IndexType, type IteratorType, type Part } from './args.js';
@@ -102,7 +102,16 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
    */
   update(key: K, ops: UpdateOp[]): T | undefined {
     const k = packKey(checkKey('update', key));
-    const end = packOpsFast(checkOps('update', ops));
+    checkOps('update', ops);
+    // One operation with a number (not NaN) as its value, the counter's and the sliding
+    // session's: passed as plain arguments, the addon packs it as packOpsFast would.
+    const one = ops.length === 1 ? ops[0] : undefined;
+    const value = one !== undefined && one.length === 3 ? one[2] : undefined;
+    if (typeof value === 'number' && value === value) {
+      if (atomicActive) enlist(this.space, this.#h);
+      return this.#updated(this.#h.updateNumber(this.id, k, (one![0] as string).charCodeAt(0), one![1], value, scratchBuffer()));
+    }
+    const end = packOpsFast(ops);
     if (atomicActive) enlist(this.space, this.#h);
     let result;
     if (end >= 0) {
@@ -111,6 +120,10 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
       const o = packOps(ops);
       result = this.#h.update(this.id, k, o, o.start, o.end, scratchBuffer());
     }
+    return this.#updated(result);
+  }
+
+  #updated(result: NativeResult): T | undefined {
     const tuple = decodeOne(result) as T | undefined;
     if (tuple !== undefined && this.#stored !== undefined) this.#stored(tuple);
     return tuple;
