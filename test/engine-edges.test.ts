@@ -3,7 +3,8 @@
 //   (strings sharing a long prefix, numbers a hint cannot tell apart) moves the tuple to its new
 //   place in the order;
 // - a savepoint rolled back inside a transaction gives back its reservation: the statements after
-//   it reserve for what the transaction can still undo, not for what was undone.
+//   it reserve for what the transaction can still undo, not for what was undone;
+// - a tuple of exactly maxTupleSize bytes is accepted, one byte more refused.
 import { describe, expect, test } from 'vitest';
 import { Space, atomic } from '../src/index.js';
 
@@ -61,5 +62,20 @@ describe('savepoints rolled back inside a transaction', () => {
     expect(ten.select()).toEqual(once.select());
     expect(ten.memory()).toEqual(once.memory());
     ten.checkIntegrity();
+  });
+});
+
+describe('maxTupleSize', () => {
+  test('a tuple of exactly maxTupleSize bytes is stored; one byte more is ER_TUPLE_TOO_LARGE', () => {
+    const space = new Space('sizes', { maxTupleSize: 128 });
+    space.createIndex('pk', { type: 'TREE', parts: [[1, 'unsigned']] });
+    // [id, s]: fixarray (1) + positive fixint (1) + str8 header (2) + the string.
+    const exact = [1, 'x'.repeat(124)];
+    expect(space.insert(exact)).toEqual(exact);
+    expect(space.replace([1, 'y'.repeat(124)])).toEqual([1, 'y'.repeat(124)]);
+    expect(space.insertMany([[2, 'z'.repeat(124)]])).toBe(1);
+    expect(() => space.insert([3, 'x'.repeat(125)])).toThrow(expect.objectContaining({ code: 'ER_TUPLE_TOO_LARGE' }));
+    expect(() => space.replace([1, 'x'.repeat(125)])).toThrow(/129 bytes exceeds maxTupleSize \(128 bytes\)/);
+    expect(space.select()).toEqual([[1, 'y'.repeat(124)], [2, 'z'.repeat(124)]]);
   });
 });
