@@ -408,13 +408,20 @@ async function main(): Promise<number> {
         printRow(result);
         ran.push(result);
         all.set(`${kind}:${m.id}`, result);
-        // Saved after every mutant: an interrupted run keeps what it found.
-        const valid = [...all.values()].filter((x) => {
-          const mm = mutants[x.kind]?.find((y) => y.id === x.id);
+        // Saved after every mutant: an interrupted run keeps what it found. The results file and
+        // the mutant lists are read again first, so that two runs at once (--native and an
+        // --only of TS mutants) merge their results instead of writing over each other's.
+        const merged = loadResults();
+        merged.set(`${kind}:${m.id}`, result);
+        const current: Record<Kind, Mutant[]> = { native: loadMutants('native'), ts: loadMutants('ts') };
+        const valid = [...merged.values()].filter((x) => {
+          const mm = current[x.kind]?.find((y) => y.id === x.id);
           return mm !== undefined && hashOf(mm) === x.hash;
         });
-        fs.writeFileSync(RESULTS, `${JSON.stringify(valid, null, 1)}\n`);
-        writeDoc(new Map(valid.map((v) => [`${v.kind}:${v.id}`, v])), mutants);
+        const tmp = `${RESULTS}.${process.pid}.tmp`;
+        fs.writeFileSync(tmp, `${JSON.stringify(valid, null, 1)}\n`);
+        fs.renameSync(tmp, RESULTS);
+        writeDoc(new Map(valid.map((v) => [`${v.kind}:${v.id}`, v])), current);
       }
     }
   } finally {

@@ -194,11 +194,12 @@ describe('no native function runs user code while it reads its arguments', () =>
 
 describe('createIndex reads its fields and types before it touches the space', () => {
   type Action = (space: Space, h: NativeSpace) => void;
+  let nested = 0;  // a fresh index name for each call (deterministic, unlike a random one)
   const reentries: Record<string, Action> = {
     'inserts': (_s, h) => h.insert(pack([500, 5]), false),
     'deletes': (_s, h) => { h.delete(3, scratch()); },
     'creates and walks a cursor': (_s, h) => { h.cursor(0, undefined, ALL).next(scratch()); },
-    'creates another index': (_s, h) => { h.createIndex(`nested${Math.random()}`, 'HASH', true, [0], ['unsigned']); },
+    'creates another index': (_s, h) => { h.createIndex(`nested${++nested}`, 'HASH', true, [0], ['unsigned']); },
     'runs a chunk': (_s, h) => { h.expireChunk(h.cursor(1, undefined, ALL, true), 1, 5, 2, true, 0, new Float64Array(5), scratch()); },
   };
 

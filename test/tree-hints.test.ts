@@ -6,9 +6,12 @@ import { describe, expect, test } from 'vitest';
 import { mulberry32 as rng } from '../bench/lib/random.js';
 import { Space } from '../src/index.js';
 
+/** A Date.now()-sized TTL in ms (fixed, so the cases are the same on every run). */
+const NOW_MS = 1_763_900_000_123;
+
 const TTLS = [
   -Infinity, -1e300, -(2 ** 53), -5.5, -5, -1, -0, 0, 0.25, 1, 1.5, 2, 1_800_000_000, 1_800_000_000.5,
-  2 ** 41 - 1, 2 ** 41 - 0.5, 2 ** 41, 2 ** 41 + 1, 1.8e12, Date.now(), 2 ** 53, 2 ** 60, 1e300, Infinity,
+  2 ** 41 - 1, 2 ** 41 - 0.5, 2 ** 41, 2 ** 41 + 1, 1.8e12, NOW_MS, 2 ** 53, 2 ** 60, 1e300, Infinity,
 ];
 const PKS = [-(2 ** 52), -(2 ** 31), -1, 0, 1, 2, 7, 1000, 2 ** 31, 2 ** 40, 2 ** 52, 2 ** 53 - 1];
 
@@ -61,7 +64,7 @@ describe('composite hints of a non-unique numeric index', () => {
       const pk = Math.floor(random() * 5000);
       const op = random();
       if (op < 0.6) {
-        const ttl = [0, 1, 2 ** 41 - 1, 2 ** 41, 1_800_000_000 + Math.floor(random() * 5), Date.now(), 2 ** 53][Math.floor(random() * 7)];
+        const ttl = [0, 1, 2 ** 41 - 1, 2 ** 41, 1_800_000_000 + Math.floor(random() * 5), NOW_MS, 2 ** 53][Math.floor(random() * 7)];
         space.replace([pk, ttl]);
         model.set(pk, ttl);
       } else {

@@ -77,6 +77,16 @@ int main() {
   // Malformed values are refused whatever comes after them.
   expect(!check_exact(std::string("\x91\xc1", 2), 2), "0xc1 accepted");
   expect(!check_exact(std::string("\x91\xa2\xed\xa0", 4), 4), "a lone surrogate accepted");
+  // The edges of the UTF-8 rules (issue 14): both ends of the surrogate range are refused, their
+  // neighbours accepted; the largest code point is accepted and the next one refused.
+  expect(!check_exact(std::string("\x91\xa3\xed\xa0\x80", 5), 5), "the surrogate U+D800 accepted");
+  expect(!check_exact(std::string("\x91\xa3\xed\xbf\xbf", 5), 5), "the surrogate U+DFFF accepted");
+  expect(check_exact(std::string("\x91\xa3\xed\x9f\xbf", 5), 5), "U+D7FF refused");
+  expect(check_exact(std::string("\x91\xa3\xee\x80\x80", 5), 5), "U+E000 refused");
+  expect(check_exact(std::string("\x91\xa4\xf4\x8f\xbf\xbf", 6), 6), "U+10FFFF refused");
+  expect(!check_exact(std::string("\x91\xa4\xf4\x90\x80\x80", 6), 6), "U+110000 accepted");
+  expect(!check_exact(std::string("\x91\xa3\xe0\x9f\xbf", 5), 5), "an overlong 3-byte encoding (U+07FF) accepted");
+  expect(check_exact(std::string("\x91\xa3\xe0\xa0\x80", 5), 5), "U+0800 refused");
   expect(!check_exact(std::string("\x91\xa2\xc0\x80", 4), 4), "an overlong encoding accepted");
   expect(!check_exact(std::string("\xdd\xff\xff\xff\xff\x01", 6), 6), "a 4G-element header over 1 byte accepted");
   expect(!check_exact(std::string("\xdf\xff\xff\xff\xff\x01\x01", 7), 7), "a 4G-entry map over 2 bytes accepted");
