@@ -11,7 +11,9 @@
 // --quick loads 2M entries. The table shows the issue's goals beside our figures.
 import { spawnSync } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { resolve } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { renderScaleSvg } from './lib/scale-svg.js';
 
 type Result = {
   name: string;
@@ -200,6 +202,12 @@ function main(): void {
   console.log(fmt(head));
   console.log(`|${widths.map((w, c) => (c === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
   for (const row of body) console.log(fmt(row));
+  // The raw figures and the chart, beside the main benchmark's (bench/results/).
+  const dir = join(dirname(self), 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'scale-latest.json'), `${JSON.stringify({ date: new Date().toISOString(), node: process.version, entries: n, mixSeconds, rate, results }, null, 2)}\n`);
+  writeFileSync(join(dir, 'scale-latest.svg'), renderScaleSvg(results.map((r) => ({ name: r.name, longestInsertMs: r.longestInsertMs, mixPauseMs: r.mixPauseMs, bytesPerEntry: r.bytesPerEntry })), n));
+  console.log(`figures: bench/results/scale-latest.json, chart: bench/results/scale-latest.svg`);
 }
 
 const ci = process.argv.indexOf('--child');
