@@ -571,4 +571,78 @@ describe('with expirationd running on the space', () => {
     expect(task.stats().expired).toBe(expired.length);
     s.checkIntegrity();
   });
+
+  it('processExpired that re-queues into the capped space: its evictions commit with the chunk, and a throw restores them unreported', () => {
+    const evicted: Tuple[][] = [];
+    const s = capped({ maxTuples: 4, onFull: 'evictExpiring', onEvict: (t) => evicted.push(t) }, 'requeue');
+    s.insertMany([[1, 'due', 105], [2, 'later', 300], [3, 'later', 310], [4, 'later', 320]]);
+    let fail = true;
+    let calls = 0;
+    const task = expirationd.start('requeue', s, {
+      itIndex: 'exp', scanSize: 16,
+      // Each due tuple is replaced by a follow-up under a new key: the space is full, so the
+      // insert evicts the tuple with the smallest TTL (the due tuple itself, still stored).
+      processExpired: (tuples) => {
+        calls++;
+        for (const t of tuples) s.insert([(t[0] as number) + 100, 'next', 1000]);
+        if (fail) throw new Error('not yet');
+      },
+    });
+    task.on('error', () => {});
+    clock = 110;
+    vi.advanceTimersByTime(10);
+    expect(calls).toBeGreaterThan(0);
+    expect(ids(s)).toEqual([2, 3, 4]);          // 1 is expired, so hidden, but still stored
+    expect(s.len()).toBe(4);
+    expect(evicted).toEqual([]);                // the eviction was rolled back with the chunk
+    s.checkIntegrity();
+    fail = false;
+    task.wake();
+    vi.advanceTimersByTime(2000);
+    expect(ids(s)).toEqual([2, 3, 4, 101]);
+    expect(s.len()).toBe(4);
+    expect(evicted).toEqual([[[1, 'due', 105]]]);
+    expect(task.stats().expired).toBe(1);
+    s.checkIntegrity();
+  });
+
+  it('a stopped task whose cursor tuples are evicted resumes on start(): nothing is delivered twice or missed', () => {
+    const evicted: Tuple[] = [];
+    const expired: Tuple[] = [];
+    const s = capped({ maxTuples: 64, onFull: 'evictExpiring', onEvict: (t) => evicted.push(...t) }, 'paused');
+    for (let i = 0; i < 64; i++) s.insert([i, 'x', 101 + (i % 32)]);
+    let paused = false;
+    const task = expirationd.start('paused', s, {
+      itIndex: 'exp', scanSize: 8,
+      onExpired: (tuples) => {
+        expired.push(...tuples);
+        if (!paused) {
+          paused = true;
+          task.stop();                           // pause mid-pass, the cursor inside the expired run
+        }
+      },
+    });
+    clock = 120;                                 // exp <= now is expired: ids with exp 101..120, 40 tuples
+    vi.advanceTimersByTime(10);
+    expect(task.state).toBe('stopped');
+    const seen = expired.length;
+    expect(seen).toBeGreaterThan(0);
+    expect(seen).toBeLessThan(40);
+    // While it is paused, new inserts evict the smallest TTLs: the tuples the cursor would visit next.
+    // The space has room for the `seen` deleted tuples; 20 more inserts each evict one.
+    for (let i = 0; i < seen + 20; i++) s.insert([1000 + i, 'new', 500]);
+    expect(evicted).toHaveLength(20);
+    expect(evicted.every((t) => (t[2] as number) <= 120)).toBe(true);
+    vi.advanceTimersByTime(5000);
+    expect(expired).toHaveLength(seen);          // stopped: nothing runs
+    task.start();
+    vi.advanceTimersByTime(5000);
+    const delivered = [...expired, ...evicted].map((t) => t[0] as number);
+    expect(new Set(delivered).size).toBe(delivered.length);
+    const due = Array.from({ length: 64 }, (_, i) => i).filter((i) => 101 + (i % 32) <= 120);
+    expect(delivered.filter((id) => id < 1000).sort((a, b) => a - b)).toEqual(due);
+    expect(s.len() + expired.length + evicted.length).toBe(64 + seen + 20);
+    expect(task.stats().expired).toBe(expired.length);
+    s.checkIntegrity();
+  });
 });
