@@ -463,6 +463,23 @@ describe('malformed MessagePack reaching the native layer', () => {
     expect(space.len()).toBe(12);
   });
 
+  // insertMany validates the whole batch, then inserts while it reads 8 tuples ahead. A batch
+  // that declares millions of tuples over millions of bytes gets a large, never written table of
+  // tuple spans: a look-ahead past the last valid tuple would read an empty span there.
+  it('insertMany refuses valid tuples followed by malformed bytes in a batch declaring millions', () => {
+    const space = fixture();
+    for (const n of [8, 9, 10, 17]) {
+      const declared = [0xdd, 0x00, 0x3d, 0x09, 0x00];  // 4,000,000 tuples
+      const tuples = Array.from({ length: n }, (_, j) => [0x95, 50 + j, 0xa2, 0x61, 0x61 + j, 0x01, j, 0xc3]).flat();
+      const batch = Buffer.concat([B([...declared, ...tuples]), Buffer.alloc(4_000_000, 0xc1)]);
+      refused(space, 'ER_TUPLE_FORMAT', () => handleOf(space).insertMany(batch));
+      // The same tuples as a batch of their own go in.
+      expect(handleOf(space).insertMany(B([0xdc, 0x00, n, ...tuples]))).toBe(n);
+      for (let j = 0; j < n; j++) expect(space.get(50 + j)).toEqual([50 + j, `a${String.fromCharCode(0x61 + j)}`, 1, j, true]);
+      for (let j = 0; j < n; j++) space.delete(50 + j);
+    }
+  });
+
   it('a malformed key buffer is ER_KEY_TYPE for every read and delete', () => {
     const space = fixture();
     const scratch = Buffer.alloc(1024);

@@ -415,6 +415,56 @@ void walk_order_erases(std::mt19937_64& rng) {
   }
 }
 
+// A leaf that drops below its minimum merges with a sibling whenever the two fit in one leaf,
+// exactly full included: leaves shaped {L - min + 1, min} (left sibling) or {min, L - min + 1}
+// (right sibling), L the leaf capacity, then one erase from the min-sized leaf at its first, a
+// middle and its last position. The merge leaves one leaf fewer (memory() one node less; a root
+// left with one child collapses), the order and erase_successor() intact. A third, full leaf on
+// the other side of the shrinking one leaves only the exact left merge possible.
+void merge_exact_fill() {
+  const uint64_t L = kLeafSlots, min = L / 3;
+  size_t leaf_bytes;
+  {
+    Tree one{ECmp{}};
+    g_probe = 0;
+    one.insert(E{0, 0});
+    g_probe = kNone;
+    leaf_bytes = one.memory();
+  }
+  struct Shape {
+    const char* name;
+    uint64_t leaves;      // full leaves built
+    uint64_t shrinking;   // the leaf that drops to min, then below
+    uint64_t filler;      // the sibling cut to L - min + 1
+  };
+  const Shape shapes[] = {
+      {"left sibling, no right", 2, 1, 0},
+      {"left sibling, full right", 3, 1, 0},
+      {"right sibling, no left", 2, 0, 1},
+  };
+  for (const Shape& s : shapes) {
+    for (uint64_t pos : {uint64_t{0}, min / 2, min - 1}) {
+      Harness h(std::string("merge exact fill: ") + s.name + ", erase at " + std::to_string(pos), s.leaves * L + 1);
+      std::vector<uint64_t> keys(s.leaves * L);
+      std::iota(keys.begin(), keys.end(), 0);
+      h.build(keys);
+      expect(compare_all(h.tree, h.model, h.ctx) == s.leaves, h.ctx, ": build did not make full leaves");
+      for (uint64_t j = 0; j < min - 1; ++j) h.erase(s.filler * L + j);
+      for (uint64_t j = 0; j < L - min; ++j) h.erase(s.shrinking * L + j);
+      check_tree(h.tree, h.ctx + " shaped");
+      expect(compare_all(h.tree, h.model, h.ctx) == s.leaves, h.ctx, ": shaping merged leaves");
+      const size_t before = h.tree.memory();
+      h.erase(s.shrinking * L + (L - min) + pos);  // the Harness checks erase_successor()
+      check_tree(h.tree, h.ctx + " merged");
+      expect(compare_all(h.tree, h.model, h.ctx) == s.leaves - 1, h.ctx, ": the exactly-fitting leaves were not merged");
+      // One leaf freed; a root left with one leaf collapses into it (the tree is then one leaf).
+      const size_t want = s.leaves == 2 ? leaf_bytes : before - leaf_bytes;
+      expect(h.tree.memory() == want, h.ctx, ": memory ", h.tree.memory(), " after the merge, want ", want);
+      for (uint64_t k = 0; k < s.leaves * L; ++k) h.find(k);
+    }
+  }
+}
+
 // Sizes around 30 (leaf), 21*30 and 21*21*30 (inner) after sequential inserts leave edge nodes
 // with a single element or child; erasing around them exercises the cascades at the edges.
 void edge_shapes(std::mt19937_64& rng) {
@@ -724,6 +774,7 @@ int main(int argc, char** argv) {
   random_ops(4, 60000, 150000);
   edge_shapes(rng);
   walk_order_erases(rng);
+  merge_exact_fill();
   phase("random small");
   {  // edge cases of an empty and a one-element tree
     Harness h("tiny", 16);

@@ -1,8 +1,11 @@
 // TTL-aware reads (space.h, ttl.h): a space created with a TTL field hides, from get, select,
 // count, min_max and next_visible, every tuple whose TTL is <= now; kNoTtlCheck reads everything;
 // insert given now replaces an expired primary-key duplicate, atomically.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <vector>
 
 #include "space_util.h"
@@ -101,6 +104,72 @@ void rule() {
   test::expect(!ce::ttl_expired(p(big), 1, 1.8e19) && ce::ttl_expired(p(big), 1, 1.9e19), "rule: uint64 by value");
 }
 
+// insert_many reads ahead: while it inserts tuple i it prepares tuple i + 8 of the batch. Every
+// batch length from 0 to 40 (around the look-ahead) and a few longer ones, each batch the whole
+// buffer (its last tuple ends exactly at the end), given a `now` that hides some tuples; then
+// batches whose last tuple is a duplicate or malformed, which insert nothing. The last case
+// declares millions of tuples over a buffer of millions of bytes, so the engine reserves a large,
+// fresh (never written) span table past the valid tuples: a look-ahead one past the last valid
+// span reads there, which fails even without a sanitizer.
+void insert_many_lengths(const char* pk_kind) {
+  const std::string ctx0 = std::string("insert_many lengths over ") + pk_kind;
+  auto batch = [](uint64_t n, uint64_t first_id) {
+    Mp m;
+    m.array(uint32_t(n));
+    for (uint64_t j = 0; j < n; j++) m.raw(test::tuple_bytes(first_id + j, double((first_id + j) * 10), uint32_t(j % 3)));
+    return m;
+  };
+  // An exactly sized heap copy, so that ASan sees a read past its end.
+  auto insert_many = [](ce::Space& s, const std::string& bytes, double now) {
+    std::unique_ptr<uint8_t[]> exact(new uint8_t[bytes.size()]);
+    std::memcpy(exact.get(), bytes.data(), bytes.size());
+    return s.insert_many(exact.get(), bytes.size(), now);
+  };
+  std::vector<uint64_t> lengths;
+  for (uint64_t n = 0; n <= 40; n++) lengths.push_back(n);
+  for (uint64_t n : {63, 64, 65, 255, 256, 1000}) lengths.push_back(n);
+  for (uint64_t n : lengths) {
+    const std::string ctx = ctx0 + ", " + std::to_string(n) + " tuples";
+    auto s = ttl_space(pk_kind);
+    test::insert(*s, 100000, 1e6);  // one tuple before the batch, live at now = 50
+    test::expect(insert_many(*s, batch(n, 1).str(), 50) == n, ctx, ": the count returned");
+    test::expect(count(*s, 0, ce::kNoTtlCheck) == n + 1, ctx, ": count without a TTL check");
+    test::expect(count(*s, 0, 50) == (n > 5 ? n - 5 : 0) + 1 && count(*s, 1, 50) == count(*s, 0, 50), ctx, ": count at 50");
+    std::vector<uint64_t> want;
+    for (uint64_t id = 1; id <= n; id++) want.push_back(id);
+    want.push_back(100000);
+    std::vector<uint64_t> got = ids(all(*s, 0, ce::kNoTtlCheck));
+    if (std::string(pk_kind) == "HASH") std::sort(got.begin(), got.end());
+    test::expect(got == want, ctx, ": the tuples stored");
+    for (uint64_t id = 1; id <= n; id++) test::expect((get(*s, id, 50) != nullptr) == (id > 5), ctx, ": get(", id, ") at 50");
+    test::expect_sound(*s, ctx);
+    if (n == 0) continue;
+    // Another batch with its last tuple a duplicate of a live one, or malformed: nothing stays.
+    Mp dup = batch(n, 200000);
+    dup.raw(test::tuple_bytes(100000, 1e6));
+    std::string dup_bytes = dup.str();
+    const std::string header = Mp().array(uint32_t(n + 1)).str();
+    dup_bytes.replace(0, Mp().array(uint32_t(n)).size(), header);
+    test::expect_error(ce::err::kDuplicateKey, [&] { insert_many(*s, dup_bytes, 50); }, ctx + ": a duplicate last");
+    std::string bad_bytes = batch(n, 200000).str() + "\xc1";
+    bad_bytes.replace(0, Mp().array(uint32_t(n)).size(), header);
+    test::expect_error(ce::err::kTupleFormat, [&] { insert_many(*s, bad_bytes, 50); }, ctx + ": a malformed last");
+    test::expect(count(*s, 0, ce::kNoTtlCheck) == n + 1 && get(*s, 200000, ce::kNoTtlCheck) == nullptr, ctx,
+                 ": a failed batch left tuples");
+    test::expect_sound(*s, ctx);
+  }
+  // 4,000,000 declared tuples over a 4 MB buffer: n valid ones, then malformed bytes.
+  for (uint64_t n : {8, 9, 10, 17}) {
+    const std::string ctx = ctx0 + ", " + std::to_string(n) + " tuples then a malformed one in a 4 MB batch";
+    auto s = ttl_space(pk_kind);
+    std::string bytes = Mp().array(4000000).str() + batch(n, 1).str().substr(Mp().array(uint32_t(n)).size());
+    bytes.append(4000000, '\xc1');
+    test::expect_error(ce::err::kTupleFormat, [&] { insert_many(*s, bytes, 50); }, ctx);
+    test::expect(count(*s, 0, ce::kNoTtlCheck) == 0, ctx, ": tuples left");
+    test::expect_sound(*s, ctx);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -109,6 +178,8 @@ int main() {
   insert_over_expired("TREE");
   insert_over_expired("HASH");
   rule();
+  insert_many_lengths("TREE");
+  insert_many_lengths("HASH");
   std::puts("space_ttl_test: ok");
   return 0;
 }
