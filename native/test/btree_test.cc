@@ -95,7 +95,7 @@ struct ECmp {
 };
 
 using Tree = ce::BTree<E, ECmp>;
-constexpr size_t kLeafSlots = (512 - 3 * sizeof(void*)) / sizeof(E);
+constexpr size_t kLeafSlots = (512 - 8 - sizeof(void*)) / sizeof(E);  // {count, last, next}, elements
 
 struct Stats {
   uint64_t ops = 0;
@@ -415,10 +415,12 @@ void walk_order_erases(std::mt19937_64& rng) {
   }
 }
 
-// Sizes around 30 (leaf), 21*30 and 21*21*30 (inner) after sequential inserts leave edge nodes
-// with a single element or child; erasing around them exercises the cascades at the edges.
+// Sizes around L (leaf slots, 31), 21*L and 21*21*L (inner) after sequential inserts leave edge
+// nodes with a single element or child; erasing around them exercises the cascades at the edges.
 void edge_shapes(std::mt19937_64& rng) {
-  const uint64_t sizes[] = {1, 2, 29, 30, 31, 45, 630, 631, 645, 660, 661, 13230, 13231, 13245, 13261};
+  constexpr uint64_t L = kLeafSlots, I = 21 * L, II = 21 * I;
+  const uint64_t sizes[] = {1, 2, L - 1, L, L + 1, L + L / 2, I, I + 1, I + L / 2, I + L, I + L + 1,
+                            II, II + 1, II + L / 2, II + L + 1};
   for (uint64_t n : sizes) {
     for (int scenario = 0; scenario < 4; ++scenario) {
       Harness h("edge shapes n=" + std::to_string(n) + " scenario " + std::to_string(scenario), n + 1);
