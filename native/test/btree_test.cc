@@ -795,6 +795,8 @@ int main(int argc, char** argv) {
     compare_all(h.tree, h.model, h.ctx);
     check_tree(h.tree, h.ctx);
     build_bytes = per_elem;
+    // A packed tree of 16-byte entries: 31 to a 512-byte leaf (16 B each) plus the inner nodes.
+    expect(per_elem < 16.0 * 512 / 496 + 1, "after build: ", per_elem, " B/elem; a leaf holds fewer than 31");
   }
   phase("build");
   double ttl_bytes = 0;
