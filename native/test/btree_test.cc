@@ -589,16 +589,23 @@ void ttl_pattern(size_t steps, std::mt19937_64& rng, double* bytes_per_elem) {
 // A TTL index of many distinct expiry times: each insert goes to the end of its time's run (ties
 // ordered by an ascending primary key), so the tree has one append point per run, inside the
 // tree, where edge splits do not apply. Splits there must keep the leaves packed: the leaves the
-// append points have passed never get another insert. Returns the leaf fill.
-double grouped_appends(size_t n, uint64_t groups, std::mt19937_64& rng) {
+// append points have passed never get another insert. Returns the leaf fill. descending: each
+// run grows downwards instead (the new entry goes before the last one). mixed: one insert in
+// eight is random, and one in eight erases a random entry.
+double grouped_appends(size_t n, uint64_t groups, std::mt19937_64& rng, bool descending = false, bool mixed = false,
+                       size_t check_every = 16384) {
   const uint64_t per = n / groups + 1;
-  Harness h("grouped appends", groups * per);
+  Harness h(std::string("grouped appends") + (descending ? ", descending" : "") + (mixed ? ", mixed" : ""),
+            groups * per);
   std::vector<uint64_t> next(groups, 0);
   for (size_t j = 0; j < n; ++j) {
     uint64_t g = rng() % groups;
     while (next[g] == per) g = (g + 1) % groups;
-    h.insert(g * per + next[g]++);
-    if (j % 16384 == 0) check_tree(h.tree, h.ctx);
+    const uint64_t k = g * per + (descending ? per - 1 - next[g] : next[g]);
+    next[g]++;
+    if (mixed && rng() % 8 == 0) h.erase(rng() % (groups * per));
+    h.insert(mixed && rng() % 8 == 0 ? rng() % (groups * per) : k);
+    if (j % check_every == 0) check_tree(h.tree, h.ctx);
   }
   compare_all(h.tree, h.model, h.ctx);
   check_tree(h.tree, h.ctx);
@@ -802,6 +809,11 @@ int main(int argc, char** argv) {
   double ttl_bytes = 0;
   ttl_pattern(std::max<size_t>(n, 200000), rng, &ttl_bytes);
   const double grouped_fill = grouped_appends(std::max<size_t>(n, 200000), 200, rng);
+  // Every shape the append-aware splits make is checked: small trees, check() after every third insert.
+  for (uint64_t groups : {1, 2, 7, 40}) {
+    for (int variant = 0; variant < 4; ++variant) grouped_appends(3000, groups, rng, variant & 1, variant & 2, 3);
+  }
+  expect(grouped_appends(60000, 50, rng, true) >= 0.97, "grouped appends, descending: leaves not packed");
   expect(grouped_fill >= 0.97, "grouped appends: leaf fill ", grouped_fill, " (random inserts give ~0.86)");
   phase("ttl");
   tuple_ops(std::max<size_t>(n / 2, 100000), rng);
