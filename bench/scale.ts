@@ -2,16 +2,23 @@
 // exp] one insert at a time into this project (HASH primary + TTL TREE), a JavaScript Map,
 // lru-cache and @isaacs/ttlcache, each in a fresh child process, and reports per contender:
 // load ns per entry, bytes per entry (RSS growth after GC), the longest single insert, inserts
-// over 1 ms and over 5 ms (each insert timed with process.hrtime.bigint()), and then, with the
-// data loaded, the longest event-loop pause (perf_hooks monitorEventLoopDelay) during a fixed-rate
+// over 1 ms and over 5 ms (each insert timed with process.hrtime.bigint()); the floor: the same
+// loop around a call that does no work (the store's size), timed the same way, whose pauses are
+// the process's, V8's and the scheduler's, not the store's; and then, with the data loaded, the
+// longest event-loop pause (perf_hooks monitorEventLoopDelay) during a fixed-rate
 // get/set/expire mix.
 //
 //   npm run bench:scale [-- --quick] [-- --entries 10000000 --mix-seconds 10 --rate 100000]
+//                       [-- --only capped-expirationd] [-- --slow]
 //
+// --only runs one contender; --slow prints, per contender, each insert and each no-op call over
+// 1 ms to stderr, with how much of it the main thread spent on a CPU and how much waiting for
+// one (runnable, not running: the scheduler's share), read from /proc/self/task/<pid>/schedstat
+// before and after the call (outside the timed part; Linux only).
 // --quick loads 2M entries. The table shows the issue's goals beside our figures.
 import { spawnSync } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { renderScaleSvg } from './lib/scale-svg.js';
 
@@ -24,6 +31,10 @@ type Result = {
   longestAt: number;
   over1ms: number;
   over5ms: number;
+  floorLongestMs: number;
+  floorOver1ms: number;
+  floorOver5ms: number;
+  floorCalls: number;
   mixPauseMs: number;
   mixOps: number;
 };
@@ -40,6 +51,8 @@ interface Store {
   set(id: number, exp: number): void;
   get(id: number): unknown;
   expire(id: number): void;
+  // The floor: a call that does no work (the store's size), timed as an insert is.
+  trivial(): unknown;
 }
 
 async function makeStore(name: Name, n: number): Promise<Store> {
@@ -54,18 +67,19 @@ async function makeStore(name: Name, n: number): Promise<Store> {
         set: (id, exp) => void space.replace(tuple(id, exp)),
         get: (id) => space.get(id),
         expire: (id) => void space.delete(id),
+        trivial: () => space.len(),
         // single inserts during the load (replace() in the mix)
         ...{ load: (id: number, exp: number) => void space.insert(tuple(id, exp)) },
       } as Store & { load(id: number, exp: number): void };
     }
     case 'Map': {
       const m = new Map<number, unknown[]>();
-      return { set: (id, exp) => void m.set(id, tuple(id, exp)), get: (id) => m.get(id), expire: (id) => void m.delete(id) };
+      return { set: (id, exp) => void m.set(id, tuple(id, exp)), get: (id) => m.get(id), expire: (id) => void m.delete(id), trivial: () => m.size };
     }
     case 'lru-cache': {
       const { LRUCache } = await import('lru-cache');
       const c = new LRUCache<number, unknown[]>({ max: n + 1 });
-      return { set: (id, exp) => void c.set(id, tuple(id, exp)), get: (id) => c.get(id), expire: (id) => void c.delete(id) };
+      return { set: (id, exp) => void c.set(id, tuple(id, exp)), get: (id) => c.get(id), expire: (id) => void c.delete(id), trivial: () => c.size };
     }
     case '@isaacs/ttlcache': {
       const { TTLCache } = await import('@isaacs/ttlcache');
@@ -79,12 +93,28 @@ async function makeStore(name: Name, n: number): Promise<Store> {
         set: (id, exp) => void c.set(id, tuple(id, exp), { ttl: 1000 * (exp - NOW) }),
         get: (id) => c.get(id),
         expire: (id) => void c.delete(id),
+        trivial: () => c.size,
       };
     }
   }
 }
 
 const NOW = Math.floor(Date.now() / 1000);
+const SLOW = process.argv.includes('--slow');
+
+// The main thread's time on a CPU and time runnable but waiting for one, in ns (schedstat).
+const schedFd = SLOW ? openSync(`/proc/self/task/${process.pid}/schedstat`, 'r') : -1;
+const schedBuf = Buffer.alloc(128);
+function sched(): [number, number] {
+  const len = readSync(schedFd, schedBuf, 0, schedBuf.length, 0);
+  const [run, wait] = schedBuf.toString('latin1', 0, len).split(' ');
+  return [Number(run), Number(wait)];
+}
+function slowLine(what: string, i: number, d: bigint, s0: [number, number]): string {
+  const s1 = sched();
+  return `${what} #${i} at ${performance.now().toFixed(0)} ms ${(Number(d) / 1e6).toFixed(2)} ms: on CPU ${((s1[0] - s0[0]) / 1e6).toFixed(2)} ms, waiting for a CPU ${((s1[1] - s0[1]) / 1e6).toFixed(2)} ms`;
+}
+const NO_SCHED: [number, number] = [0, 0];
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 
 async function child(name: Name, n: number, mixSeconds: number, rate: number): Promise<Result> {
@@ -97,9 +127,11 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
   let over1 = 0;
   let over5 = 0;
   let seed = 12345;
+  const slow: string[] = [];
   const start = process.hrtime.bigint();
   for (let i = 0; i < n; i++) {
     seed = (seed * 1103515245 + 12345) >>> 0;
+    const s0 = SLOW ? sched() : NO_SCHED;
     const t0 = process.hrtime.bigint();
     load(i, NOW + 600 + (seed % 3600));
     const d = process.hrtime.bigint() - t0;
@@ -107,15 +139,47 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
       longest = d;
       longestAt = i;
     }
-    if (d > 1_000_000n) over1++;
+    if (d > 1_000_000n) {
+      over1++;
+      if (SLOW) slow.push(slowLine('insert', i, d, s0));
+    }
     if (d > 5_000_000n) over5++;
     if ((i + 1) % 1_000_000 === 0 || i + 1 === n)
       process.stderr.write(`\r  ${name}: ${((i + 1) / 1e6).toFixed(1)}M of ${(n / 1e6).toFixed(1)}M loaded, longest insert ${(Number(longest) / 1e6).toFixed(2)} ms   `);
   }
-  const loadNs = Number(process.hrtime.bigint() - start) / n;
+  const loadWall = process.hrtime.bigint() - start;
+  const loadNs = Number(loadWall) / n;
   process.stderr.write('\n');
   gc();
   const bytesPerEntry = (process.memoryUsage().rss - rss0) / n;
+
+  // The floor: the same loop, the same timing, around a call that does no work (the store's
+  // size; for us one native call that reads a counter), for at least n calls and at least as long
+  // as the load took (a pause from outside lands on whatever call is running: the chance that one
+  // does grows with the time spent). Its longest pause and its calls over 1 ms and 5 ms are what
+  // the process, V8 and the scheduler cost any call on this machine meanwhile.
+  let floorLongest = 0n;
+  let floorOver1 = 0;
+  let floorOver5 = 0;
+  let floorCalls = 0;
+  let sink = 0;
+  const floorStart = process.hrtime.bigint();
+  for (let i = 0; i < n || (i & 1023) !== 0 || process.hrtime.bigint() - floorStart < loadWall; i++) {
+    floorCalls++;
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    const s0 = SLOW ? sched() : NO_SCHED;
+    const t0 = process.hrtime.bigint();
+    sink += store.trivial() === i ? 1 : 0;
+    const d = process.hrtime.bigint() - t0;
+    if (d > floorLongest) floorLongest = d;
+    if (d > 1_000_000n) {
+      floorOver1++;
+      if (SLOW) slow.push(slowLine('no-op', i, d, s0));
+    }
+    if (d > 5_000_000n) floorOver5++;
+  }
+  if (sink < 0) console.error(sink);
+  if (SLOW) process.stderr.write(`  ${name}, calls over 1 ms:\n${slow.map((l) => `    ${l}\n`).join('')}`);
 
   // The mix: every millisecond, rate/1000 operations (80% get, 15% set, 5% expire) on random ids.
   const h = monitorEventLoopDelay({ resolution: 1 });
@@ -151,6 +215,10 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
     longestAt,
     over1ms: over1,
     over5ms: over5,
+    floorLongestMs: Number(floorLongest) / 1e6,
+    floorOver1ms: floorOver1,
+    floorOver5ms: floorOver5,
+    floorCalls,
     mixPauseMs: h.max / 1e6,
     mixOps: ops,
   };
@@ -164,11 +232,13 @@ function main(): void {
   const self = resolve(process.argv[1]);
   const results: Result[] = [];
   console.log(`bench:scale: ${(n / 1e6).toFixed(1)}M entries, one insert at a time; then ${mixSeconds} s of a get/set/expire mix at ${rate} ops/s`);
-  for (const name of CONTENDERS) {
+  const oi = process.argv.indexOf('--only');
+  const names = oi >= 0 ? CONTENDERS.filter((c) => c === process.argv[oi + 1]) : CONTENDERS;
+  for (const name of names) {
     const r = spawnSync(
       process.execPath,
       [...process.execArgv, '--expose-gc', '--max-old-space-size=16384', self, '--child', name, '--entries', String(n),
-       '--mix-seconds', String(mixSeconds), '--rate', String(rate)],
+       '--mix-seconds', String(mixSeconds), '--rate', String(rate), ...(SLOW ? ['--slow'] : [])],
       { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 1 << 20 },
     );
     const line = (r.stdout ?? '').trim().split('\n').pop() ?? '';
@@ -184,6 +254,10 @@ function main(): void {
     'longest insert, ms': '<= 1',
     'inserts over 1 ms': '-',
     'inserts over 5 ms': '0',
+    'floor: no-op calls timed': '>= n, >= load time',
+    'floor: longest no-op call, ms': '-',
+    'floor: no-op calls over 1 ms': '-',
+    'floor: no-op calls over 5 ms': '-',
     'longest pause in the mix, ms': '<= 2',
   };
   const rows: Array<[string, (r: Result) => string]> = [
@@ -192,6 +266,10 @@ function main(): void {
     ['longest insert, ms', (r) => `${r.longestInsertMs.toFixed(2)} (#${(r.longestAt / 1e6).toFixed(2)}M)`],
     ['inserts over 1 ms', (r) => String(r.over1ms)],
     ['inserts over 5 ms', (r) => String(r.over5ms)],
+    ['floor: no-op calls timed', (r) => `${(r.floorCalls / 1e6).toFixed(1)}M`],
+    ['floor: longest no-op call, ms', (r) => r.floorLongestMs.toFixed(2)],
+    ['floor: no-op calls over 1 ms', (r) => String(r.floorOver1ms)],
+    ['floor: no-op calls over 5 ms', (r) => String(r.floorOver5ms)],
     ['longest pause in the mix, ms', (r) => r.mixPauseMs.toFixed(2)],
     ['operations in the mix', (r) => String(r.mixOps)],
   ];
@@ -202,7 +280,8 @@ function main(): void {
   console.log(fmt(head));
   console.log(`|${widths.map((w, c) => (c === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`);
   for (const row of body) console.log(fmt(row));
-  // The raw figures and the chart, beside the main benchmark's (bench/results/).
+  // The raw figures and the chart, beside the main benchmark's (bench/results/), for a full run.
+  if (names.length !== CONTENDERS.length) return;
   const dir = join(dirname(self), 'results');
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'scale-latest.json'), `${JSON.stringify({ date: new Date().toISOString(), node: process.version, entries: n, mixSeconds, rate, results }, null, 2)}\n`);

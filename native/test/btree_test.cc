@@ -95,7 +95,7 @@ struct ECmp {
 };
 
 using Tree = ce::BTree<E, ECmp>;
-constexpr size_t kLeafSlots = (512 - 3 * sizeof(void*)) / sizeof(E);
+constexpr size_t kLeafSlots = (512 - 8 - sizeof(void*)) / sizeof(E);  // {count, last, next}, elements
 
 struct Stats {
   uint64_t ops = 0;
@@ -465,10 +465,12 @@ void merge_exact_fill() {
   }
 }
 
-// Sizes around 30 (leaf), 21*30 and 21*21*30 (inner) after sequential inserts leave edge nodes
-// with a single element or child; erasing around them exercises the cascades at the edges.
+// Sizes around L (leaf slots, 31), 21*L and 21*21*L (inner) after sequential inserts leave edge
+// nodes with a single element or child; erasing around them exercises the cascades at the edges.
 void edge_shapes(std::mt19937_64& rng) {
-  const uint64_t sizes[] = {1, 2, 29, 30, 31, 45, 630, 631, 645, 660, 661, 13230, 13231, 13245, 13261};
+  constexpr uint64_t L = kLeafSlots, I = 21 * L, II = 21 * I;
+  const uint64_t sizes[] = {1, 2, L - 1, L, L + 1, L + L / 2, I, I + 1, I + L / 2, I + L, I + L + 1,
+                            II, II + 1, II + L / 2, II + L + 1};
   for (uint64_t n : sizes) {
     for (int scenario = 0; scenario < 4; ++scenario) {
       Harness h("edge shapes n=" + std::to_string(n) + " scenario " + std::to_string(scenario), n + 1);
@@ -632,6 +634,36 @@ void ttl_pattern(size_t steps, std::mt19937_64& rng, double* bytes_per_elem) {
   compare_all(h.tree, h.model, "ttl final");
   check_tree(h.tree, "ttl final");
   *bytes_per_elem = static_cast<double>(h.tree.memory()) / static_cast<double>(h.tree.size());
+}
+
+// A TTL index of many distinct expiry times: each insert goes to the end of its time's run (ties
+// ordered by an ascending primary key), so the tree has one append point per run, inside the
+// tree, where edge splits do not apply. Splits there must keep the leaves packed: the leaves the
+// append points have passed never get another insert. Returns the leaf fill. descending: each
+// run grows downwards instead (the new entry goes before the last one). mixed: one insert in
+// eight is random, and one in eight erases a random entry.
+double grouped_appends(size_t n, uint64_t groups, std::mt19937_64& rng, bool descending = false, bool mixed = false,
+                       size_t check_every = 16384) {
+  const uint64_t per = n / groups + 1;
+  Harness h(std::string("grouped appends") + (descending ? ", descending" : "") + (mixed ? ", mixed" : ""),
+            groups * per);
+  std::vector<uint64_t> next(groups, 0);
+  for (size_t j = 0; j < n; ++j) {
+    uint64_t g = rng() % groups;
+    while (next[g] == per) g = (g + 1) % groups;
+    const uint64_t k = g * per + (descending ? per - 1 - next[g] : next[g]);
+    next[g]++;
+    if (mixed && rng() % 8 == 0) h.erase(rng() % (groups * per));
+    h.insert(mixed && rng() % 8 == 0 ? rng() % (groups * per) : k);
+    if (j % check_every == 0) check_tree(h.tree, h.ctx);
+  }
+  compare_all(h.tree, h.model, h.ctx);
+  check_tree(h.tree, h.ctx);
+  size_t leaves = 0;
+  const void* leaf = nullptr;
+  for (auto it = h.tree.begin(); h.tree.valid(it); h.tree.next(it))
+    if (it.leaf != leaf) ++leaves, leaf = it.leaf;
+  return static_cast<double>(n) / static_cast<double>(leaves * kLeafSlots);
 }
 
 // ---- heap tuples: stale comparisons are use-after-free for ASan ----------------------------
@@ -821,10 +853,19 @@ int main(int argc, char** argv) {
     compare_all(h.tree, h.model, h.ctx);
     check_tree(h.tree, h.ctx);
     build_bytes = per_elem;
+    // A packed tree of 16-byte entries: 31 to a 512-byte leaf (16 B each) plus the inner nodes.
+    expect(per_elem < 16.0 * 512 / 496 + 1, "after build: ", per_elem, " B/elem; a leaf holds fewer than 31");
   }
   phase("build");
   double ttl_bytes = 0;
   ttl_pattern(std::max<size_t>(n, 200000), rng, &ttl_bytes);
+  const double grouped_fill = grouped_appends(std::max<size_t>(n, 200000), 200, rng);
+  // Every shape the append-aware splits make is checked: small trees, check() after every third insert.
+  for (uint64_t groups : {1, 2, 7, 40}) {
+    for (int variant = 0; variant < 4; ++variant) grouped_appends(3000, groups, rng, variant & 1, variant & 2, 3);
+  }
+  expect(grouped_appends(60000, 50, rng, true) >= 0.97, "grouped appends, descending: leaves not packed");
+  expect(grouped_fill >= 0.97, "grouped appends: leaf fill ", grouped_fill, " (random inserts give ~0.86)");
   phase("ttl");
   tuple_ops(std::max<size_t>(n / 2, 100000), rng);
   phase("tuples");
@@ -840,7 +881,8 @@ int main(int argc, char** argv) {
                   erase_ns[i]);
     }
   }
-  std::printf("find %.0f ns; after build() %.2f B/elem; ttl pattern %.2f B/elem\n", find_ns, build_bytes, ttl_bytes);
+  std::printf("find %.0f ns; after build() %.2f B/elem; ttl pattern %.2f B/elem; grouped appends %.1f%% leaf fill\n",
+              find_ns, build_bytes, ttl_bytes, 100 * grouped_fill);
   std::printf("phases: %s\n", phases.c_str());
   std::printf("OK: %llu ops, %llu check() calls, %llu injected bad_alloc, n=%zu, %.1f s\n",
               static_cast<unsigned long long>(g_stats.ops), static_cast<unsigned long long>(g_stats.checks),
