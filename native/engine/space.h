@@ -80,6 +80,7 @@
 #include "key_def.h"
 #include "ttl.h"
 #include "tuple.h"
+#include "update.h"
 #include "alloc/tuple_arena.h"
 
 namespace ce {
@@ -287,6 +288,8 @@ class Space {
   uint32_t depth_ = 0;
   size_t reinserts_ = 0;  // open undo entries with an old tuple: re-inserts a rollback makes
   std::unique_ptr<IndexBuild> build_;  // an index being built (createIndexAsync), or null
+  UpdateOps update_ops_;    // update()/upsert()'s parsed operations, reused (update.h)
+  std::string update_new_;  // and the updated tuple's bytes before they are stored
 };
 
 }  // namespace ce
