@@ -55,6 +55,9 @@ struct AddonData {
   // The live handles: a handle from JavaScript is trusted only if it is one of these.
   std::unordered_set<SpaceObject*> spaces;
   std::unordered_set<CursorObject*> cursors;
+  // The last space handle a call accepted: a call with the same handle skips the look-up in
+  // `spaces` (about 15 ns). Always a member of `spaces` or null: finalize clears it first.
+  SpaceObject* last_space = nullptr;
   size_t holders = 1;  // the instance data plus each registered space and cursor
 };
 

@@ -24,8 +24,9 @@ KeyArg key_arg(const Args& args, size_t i) {
   KeyArg k;
   double d;
   if (i < args.length() && napi_get_value_double(args.env(), args[i], &d) == napi_ok) {  // the common case first
-    mp::write_array_header(&k.bytes, 1);
-    mp::write_double(&k.bytes, d);
+    uint8_t b[10];
+    b[0] = 0x91;
+    k.bytes.assign(reinterpret_cast<const char*>(b), 1 + mp::write_double(b + 1, d));  // fits the string's own buffer
     return k;
   }
   switch (args.type(i)) {
@@ -113,10 +114,13 @@ napi_value SpaceObject::call(napi_env env, napi_callback_info info) {
   napi_value result = guard(env, [&]() -> napi_value {
     const Args args(env, info, 1);
     void* ptr = nullptr;
+    AddonData* data = args.data();
     if (napi_get_value_external(env, args.raw(0), &ptr) != napi_ok ||
-        args.data()->spaces.count(static_cast<SpaceObject*>(ptr)) == 0)
+        ptr == nullptr ||
+        (ptr != data->last_space && data->spaces.count(static_cast<SpaceObject*>(ptr)) == 0))
       throw bad_arg("space", "a space handle made by createSpace()");
     self = static_cast<SpaceObject*>(ptr);  // the argument keeps it alive during the call
+    data->last_space = self;
     return (self->*Method)(args);
   });
   if (kChangesMemory && self != nullptr) self->report_memory(env);
@@ -209,6 +213,7 @@ void SpaceObject::finalize(napi_env env, void* ptr, void* hint) {
   SpaceObject* self = static_cast<SpaceObject*>(ptr);
   AddonData* data = static_cast<AddonData*>(hint);
   data->spaces.erase(self);
+  if (data->last_space == self) data->last_space = nullptr;
   self->space_.reset();
   self->report_memory(env);
   delete self;
