@@ -40,9 +40,9 @@ namespace ce {
 
 // A read's `now` (TTL-aware spaces), argument i: a number is the current time in the space's TTL
 // unit (an injected clock); a boolean asks for the wall clock, read natively as Date.now() reads
-// it (wall_clock_now, ttl.h), in seconds when true and in milliseconds when false; absent or
-// undefined means no TTL check (kNoTtlCheck). Anything else throws ER_ILLEGAL_PARAMS.
-double now_arg(const Args& args, size_t i);
+// it (Now::wall, ttl.h: the coarse clock first, the exact one when a TTL is near), in seconds when true and in milliseconds when false; absent or
+// undefined means no TTL check (Now()). Anything else throws ER_ILLEGAL_PARAMS.
+Now now_arg(const Args& args, size_t i);
 
 class SpaceObject {
  public:
