@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 #include <unordered_set>
@@ -121,20 +122,16 @@ class Deferred {
     try {
       return convert();
     } catch (const DbError& e) {
-      if (!failed_) {
-        failed_ = true;
-        error_ = e;
-      }
+      if (!error_) error_.emplace(e);
       return decltype(convert())();
     }
   }
   void rethrow() const {
-    if (failed_) throw error_;
+    if (error_) throw *error_;
   }
 
  private:
-  bool failed_ = false;
-  DbError error_{"", ""};
+  std::optional<DbError> error_;  // the first error; empty (nothing built) on the common path
 };
 
 inline DbError bad_arg(const char* what, const char* expected) {
