@@ -207,8 +207,9 @@ class Space {
   // slabs and 2 MiB chunks, free space in them included, plus tuples too large for a slab.
   // index_memory(): every index's memory() (Index::memory) plus the undo log's capacity. Not
   // counted: allocator overhead outside these blocks (malloc headers, memory glibc keeps after a
-  // free), a scratch word per index, and insertMany()'s copy of its batch and its list of tuple
-  // spans, which live only during the call.
+  // free), a scratch word per index, update()'s scratch (the size of the last tuple it built,
+  // at most kKeptScratch kept between calls), and insertMany()'s copy of its batch and its list
+  // of tuple spans, which live only during the call.
   size_t tuple_memory() const { return arena_.memory(); }
   size_t index_memory() const;
 
@@ -288,8 +289,12 @@ class Space {
   uint32_t depth_ = 0;
   size_t reinserts_ = 0;  // open undo entries with an old tuple: re-inserts a rollback makes
   std::unique_ptr<IndexBuild> build_;  // an index being built (createIndexAsync), or null
-  UpdateOps update_ops_;    // update()/upsert()'s parsed operations, reused (update.h)
-  std::string update_new_;  // and the updated tuple's bytes before they are stored
+  // update()/upsert()'s parsed operations and the updated tuple's bytes before they are stored,
+  // reused from call to call; scratch over kKeptScratch bytes is given back after the call.
+  static constexpr size_t kKeptScratch = 64 * 1024;
+  UpdateOps update_ops_;
+  std::string update_new_;
+  void trim_update_scratch();
 };
 
 }  // namespace ce

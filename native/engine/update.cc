@@ -149,6 +149,12 @@ void UpdateOps::parse(const uint8_t* data, size_t size) {
   }
 }
 
+void UpdateOps::trim(size_t keep) {
+  if (ops_.capacity() * sizeof(Op) > keep) std::vector<Op>().swap(ops_);
+  if (fields_.capacity() * sizeof(Field) > keep) std::vector<Field>().swap(fields_);
+  if (store_.capacity() > keep) std::string().swap(store_);
+}
+
 void UpdateOps::apply(const uint8_t* tuple, std::string* out, bool skip_failed) const {
   std::vector<Field>& fields = fields_;
   std::string& store = store_;
@@ -325,7 +331,14 @@ Tuple* Space::update(uint32_t index_id, const uint8_t* key, size_t key_size, con
   if (old == nullptr) return nullptr;
   update_ops_.apply(old->data(), &update_new_, false);
   check_size(update_new_.size());
-  return replace_updated(old, update_new_, false);
+  Tuple* t = replace_updated(old, update_new_, false);
+  trim_update_scratch();
+  return t;
+}
+
+void Space::trim_update_scratch() {
+  update_ops_.trim(kKeptScratch);
+  if (update_new_.capacity() > kKeptScratch) std::string().swap(update_new_);
 }
 
 Tuple* Space::upsert(const uint8_t* data, size_t size, const uint8_t* ops, size_t ops_size) {
@@ -355,7 +368,9 @@ Tuple* Space::upsert(const uint8_t* data, size_t size, const uint8_t* ops, size_
   // the primary key is skipped as a whole; a result that breaks an index or a unique key throws.
   update_ops_.apply(old->data(), &update_new_, true);
   check_size(update_new_.size());
-  return replace_updated(old, update_new_, true);
+  Tuple* stored = replace_updated(old, update_new_, true);
+  trim_update_scratch();
+  return stored;
 }
 
 }  // namespace ce

@@ -42,6 +42,8 @@ class UpdateOps {
   // Writes the updated copy of `tuple` (a validated MessagePack array) to *out (replacing it).
   void apply(const uint8_t* tuple, std::string* out, bool skip_failed) const;
   size_t size() const { return ops_.size(); }
+  // Gives back the scratch's memory when it holds more than `keep` bytes.
+  void trim(size_t keep);
 
  private:
   struct Op {
