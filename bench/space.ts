@@ -14,7 +14,17 @@
 // timed interleaved with a plain get over an identical plain space, pass for pass, so that both
 // see the same machine; the row prints both medians and their ratio, in wall time and in process
 // CPU time (the second line), which a machine shared with other work distorts less.
+//
+// `floor` rows: what a binding call costs with no space behind it (native testing.floorTuple: a
+// number in, a tuple written into the scratch Buffer as get() writes it, its byte count out),
+// alone, then with the tuple decoded as get() decodes it (decodeOne), then with msgpackr's
+// unpack instead. The get floor is timed in the same interleaved passes as the gets (the bench's
+// 3-field tuple shape), the update floor in the counter rounds (a 2-field [id, n]); the part of a
+// get or an update that is ours, past what any such call pays, is the difference.
+import { Unpackr } from 'msgpackr';
 import { Space } from '../src/index.js';
+import { native } from '../src/native/loader.js';
+import { decodeOne, scratchBuffer } from '../src/native/codec.js';
 
 function flag(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -67,7 +77,27 @@ const live = data.map(([id, email, exp]) => [id, email, (exp as number) + 86_400
 const keys = Array.from({ length: N }, (_, i) => (i * 7919) % N);
 const results = { insert: [] as number[], insertMany: [] as number[], get: [] as number[], bytes: [] as number[],
   tupleBytes: [] as number[], indexBytes: [] as number[], plainGet: [] as number[], ttlGet: [] as number[],
-  plainGetCpu: [] as number[], ttlGetCpu: [] as number[] };
+  plainGetCpu: [] as number[], ttlGetCpu: [] as number[],
+  floorCall: [] as number[], floorDecode: [] as number[], floorUnpack: [] as number[], floorDecodeCpu: [] as number[] };
+
+const floorTuple = native.testing.floorTuple;
+const unpackr = new Unpackr({ useRecords: false, copyBuffers: true });  // as src/native/codec.ts's
+
+// The floor under a read of a tuple of this shape (wide: the bench's 3 fields; else [id, n]).
+// mode 0: the call alone; 1: and decodeOne; 2: and msgpackr's unpack.
+function floorPass(ids: number[], count: number, wide: boolean, mode: 0 | 1 | 2): number {
+  let seen = 0;
+  const ns = nsPer(count, () => {
+    for (let i = 0; i < count; i++) {
+      const r = floorTuple(ids[i], scratchBuffer(), wide);
+      if (mode === 0) seen += typeof r === 'number' ? 1 : 0;
+      else if (mode === 1) seen += (decodeOne(r) as unknown[]).length;
+      else seen += (unpackr.unpack(scratchBuffer(), r as number) as unknown[]).length;
+    }
+  });
+  if (seen !== count * (mode === 0 ? 1 : wide ? 3 : 2)) throw new Error(`floor pass saw ${seen}`);
+  return ns;
+}
 
 function getPass(space: Space): number {
   let found = 0;
@@ -96,6 +126,10 @@ for (let round = 0; round < ROUNDS; round++) {
     results.ttlGetCpu.push(lastCpu);
     results.plainGet.push(getPass(p));
     results.plainGetCpu.push(lastCpu);
+    results.floorCall.push(floorPass(keys, N, true, 0));
+    results.floorDecode.push(floorPass(keys, N, true, 1));
+    results.floorDecodeCpu.push(lastCpu);
+    results.floorUnpack.push(floorPass(keys, N, true, 2));
   }
   t.drop();
   p.drop();
@@ -109,7 +143,8 @@ for (let round = 0; round < ROUNDS; round++) {
 
 const UPDATE_KEYS = flag('update-keys', 100_000);
 const UPDATE_OPS = 1_000_000;
-const counters = { update: [] as number[], getReplace: [] as number[], map: [] as number[], updateCpu: [] as number[] };
+const counters = { update: [] as number[], getReplace: [] as number[], map: [] as number[], updateCpu: [] as number[],
+  floor: [] as number[], floorCpu: [] as number[] };
 {
   const c = new Space('counters');
   c.createIndex('primary', { type: 'HASH', parts: [{ field: 1, type: 'unsigned' }] });
@@ -123,6 +158,8 @@ const counters = { update: [] as number[], getReplace: [] as number[], map: [] a
   for (let round = 0; round < Math.max(ROUNDS, 5); round++) {
     counters.update.push(nsPer(UPDATE_OPS, () => { for (let i = 0; i < UPDATE_OPS; i++) c.update(ks[i], ops); }));
     counters.updateCpu.push(lastCpu);
+    counters.floor.push(floorPass(ks, UPDATE_OPS, false, 1));
+    counters.floorCpu.push(lastCpu);
     counters.getReplace.push(nsPer(UPDATE_OPS, () => {
       for (let i = 0; i < UPDATE_OPS; i++) {
         const t = c.get(ks[i]) as [number, number];
@@ -152,9 +189,14 @@ console.log(`  get, TTL space        ${fmt(ttl)} ns/op      (plain get interleav
 const plainCpu = median(results.plainGetCpu);
 const ttlCpu = median(results.ttlGetCpu);
 console.log(`    in process CPU      ${fmt(ttlCpu)} ns/op      (plain get ${plainCpu.toFixed(0)} ns/op: ${((ttlCpu / plainCpu - 1) * 100).toFixed(1)}%)`);
+console.log(`  floor under get        ${fmt(median(results.floorDecode))} ns/op      (a binding call returning a 3-field tuple + decodeOne; ` +
+  `the call alone ${median(results.floorCall).toFixed(0)}, with msgpackr's unpack ${median(results.floorUnpack).toFixed(0)})`);
+console.log(`    in process CPU      ${fmt(median(results.floorDecodeCpu))} ns/op      (get past the floor: ${(plainCpu - median(results.floorDecodeCpu)).toFixed(0)} ns/op of CPU)`);
 console.log(`  memory                ${fmt(median(results.bytes))} B/tuple    (target <= 80; tuples ${median(results.tupleBytes).toFixed(1)}, indexes ${median(results.indexBytes).toFixed(1)})`);
 console.log(`Counter at ${UPDATE_KEYS.toLocaleString('en-US')} keys (HASH pk), median of ${counters.update.length} interleaved rounds`);
 console.log(`  update(k, [['+', 2, 1]]) ${fmt(median(counters.update))} ns/op      (target <= 1000)`);
 console.log(`    in process CPU         ${fmt(median(counters.updateCpu))} ns/op`);
+console.log(`  floor under update       ${fmt(median(counters.floor))} ns/op      (a binding call returning [id, n] + decodeOne; ` +
+  `CPU ${median(counters.floorCpu).toFixed(0)}, update past it ${(median(counters.updateCpu) - median(counters.floorCpu)).toFixed(0)} ns/op of CPU)`);
 console.log(`  get() + replace()        ${fmt(median(counters.getReplace))} ns/op`);
 console.log(`  Map get + set            ${fmt(median(counters.map))} ns/op`);

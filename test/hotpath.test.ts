@@ -1,6 +1,7 @@
 // The read/update hot path: the JavaScript decoder of small flat tuples (codec.ts decodeFlat)
 // must give what msgpackr gives, and update() with one numeric operation (the addon's
 // updateNumber, plain arguments) must do and refuse exactly what the packed-Buffer path does.
+// bench:space's floor under them (native.testing.floorTuple) must write what a get() would.
 import { describe, expect, it } from 'vitest';
 import { Packr, Unpackr } from 'msgpackr';
 import { CappedError, Space, type Tuple } from '../src/index.js';
@@ -155,5 +156,24 @@ describe('update() with one numeric operation', () => {
     expect(h.updateNumber(0, 6, 43, 2, 1, scratch)).toBeNull();
     s.drop();
     expect(code(() => h.updateNumber(9, 1, 43, 2, 1, scratch))).toBe('ER_SPACE_DROPPED');
+  });
+});
+
+describe("bench:space's floor (native.testing.floorTuple)", () => {
+  it('writes the tuple a get() of that shape returns, into the scratch Buffer, as get() does', async () => {
+    const { native } = await import('../src/native/loader.js');
+    for (const id of [0, 1, 127, 65536, 2 ** 32 - 1]) {
+      const narrow = native.testing.floorTuple(id, scratchBuffer(), false);
+      expect(typeof narrow).toBe('number');
+      expect(decodeOne(narrow)).toEqual([id, 0]);
+      const wide = native.testing.floorTuple(id, scratchBuffer(), true);
+      expect(decodeOne(wide)).toEqual([id, 'user@tarantool.example', 1764000000]);
+      expect(unpackr.unpack(scratchBuffer().subarray(0, wide as number))).toEqual([id, 'user@tarantool.example', 1764000000]);
+    }
+    // Past a too-small scratch Buffer it returns a fresh one, as get() does.
+    expect(decodeOne(native.testing.floorTuple(9, Buffer.alloc(4), true))).toEqual([9, 'user@tarantool.example', 1764000000]);
+    for (const bad of [-1, 1.5, 2 ** 32, '1', undefined]) {
+      expect(outcome(() => native.testing.floorTuple(bad as number, scratchBuffer(), true))).toMatchObject({ code: 'ER_ILLEGAL_PARAMS' });
+    }
   });
 });

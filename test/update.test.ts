@@ -148,6 +148,25 @@ describe('update operators', () => {
     expect(codeOf(() => s.update(1, [['=', 2, 'x'.repeat(100)]]))).toBe('ER_TUPLE_TOO_LARGE');
     expect(s.get(1)).toEqual([1, '']);
   });
+
+  it('large updates and upserts (past the scratch a space keeps between calls) and small ones after them', () => {
+    for (const type of ['HASH', 'TREE'] as const) {
+      const s = plain(type);
+      s.insert([1, 'a', 0]);
+      s.insert([2, 'b', 0]);
+      const big = 'x'.repeat(200_000);
+      expect(s.update(1, [['=', 2, big], ['+', 3, 1]])).toEqual([1, big, 1]);
+      expect(s.update(2, [['+', 3, 5]])).toEqual([2, 'b', 5]);
+      const ops: UpdateOp[] = Array.from({ length: 4000 }, () => ['+', 3, 1]);
+      expect(s.update(2, ops)).toEqual([2, 'b', 4005]);
+      s.upsert([1, 'ignored', 0], [[':', 2, 1, 100_000, 'y'], ['+', 3, 1]]);
+      expect(s.get(1)).toEqual([1, 'y' + 'x'.repeat(100_000), 2]);
+      expect(s.update(1, [['=', 2, 'small']])).toEqual([1, 'small', 2]);
+      expect(s.update(2, [['-', 3, 5]])).toEqual([2, 'b', 4000]);
+      s.checkIntegrity();
+      s.drop();
+    }
+  });
 });
 
 describe('update with secondary indexes', () => {

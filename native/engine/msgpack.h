@@ -269,21 +269,27 @@ inline void write_array_header(std::string* out, uint32_t n) {
   for (int s = 24; s >= 0; s -= 8) out->push_back(char(n >> s));
 }
 
-inline void write_double(std::string* out, double d) {
+// A number as 9 bytes at out: an integral one in [-2^63, 2^64) as uint64 (0xcf) or int64 (0xd3),
+// anything else as float64 (0xcb). Returns 9.
+inline size_t write_double(uint8_t* out, double d) {
+  uint64_t u;
   if (std::trunc(d) == d && d >= 0 && d < 18446744073709551616.0) {
-    const uint64_t u = uint64_t(d);
-    out->push_back(char(0xcf));
-    for (int s = 56; s >= 0; s -= 8) out->push_back(char(u >> s));
+    u = uint64_t(d);
+    out[0] = 0xcf;
   } else if (std::trunc(d) == d && d < 0 && d >= -9223372036854775808.0) {
-    const uint64_t u = uint64_t(int64_t(d));
-    out->push_back(char(0xd3));
-    for (int s = 56; s >= 0; s -= 8) out->push_back(char(u >> s));
+    u = uint64_t(int64_t(d));
+    out[0] = 0xd3;
   } else {
-    uint64_t b;
-    std::memcpy(&b, &d, 8);
-    out->push_back(char(0xcb));
-    for (int s = 56; s >= 0; s -= 8) out->push_back(char(b >> s));
+    std::memcpy(&u, &d, 8);
+    out[0] = 0xcb;
   }
+  for (int i = 0; i < 8; i++) out[1 + i] = uint8_t(u >> (56 - 8 * i));
+  return 9;
+}
+
+inline void write_double(std::string* out, double d) {
+  uint8_t b[9];
+  out->append(reinterpret_cast<const char*>(b), write_double(b, d));
 }
 
 inline void write_str(std::string* out, const char* s, size_t n) {

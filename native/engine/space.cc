@@ -104,7 +104,7 @@ void Space::check_tuple(const uint8_t* data, size_t size, bool checked) const {
   for (const auto& idx : indexes_) idx->key_def().check_tuple(data);
 }
 
-void Space::insert(const uint8_t* data, size_t size, bool replace, double now) {
+void Space::insert(const uint8_t* data, size_t size, bool replace, const Now& now) {
   clear_evicted();
   require_primary();
   check_size(size);
@@ -120,7 +120,7 @@ void Space::insert(const uint8_t* data, size_t size, bool replace, double now) {
   }
 }
 
-void Space::insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t pk_prepared, double now) {
+void Space::insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t pk_prepared, const Now& now) {
   Tuple* t = arena_.alloc(uint32_t(size));
   std::memcpy(t->data(), data, size);
   try {
@@ -131,7 +131,7 @@ void Space::insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t
   }
 }
 
-void Space::insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared, double now) {
+void Space::insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared, const Now& now) {
   Index& pk = *indexes_[0];
   Tuple* old = pk.find_dup(t, pk_prepared);
   auto duplicate = [&](const Index& idx) {
@@ -240,7 +240,7 @@ void Space::apply(Tuple* old, Tuple* nw, const uint64_t* prepared, size_t n) {
   }
 }
 
-size_t Space::insert_many(const uint8_t* caller_data, size_t size, double now) {
+size_t Space::insert_many(const uint8_t* caller_data, size_t size, const Now& now) {
   clear_evicted();
   require_primary();
   // Validate and insert from a private copy: the caller's bytes may be shared with another thread.
@@ -323,7 +323,7 @@ bool Space::remove(const uint8_t* key, size_t size, std::string* out) {
   return true;
 }
 
-Tuple* Space::get(uint32_t index_id, const uint8_t* key, size_t size, double now) {
+Tuple* Space::get(uint32_t index_id, const uint8_t* key, size_t size, const Now& now) {
   Index& idx = index(index_id);
   const uint8_t* first;
   const uint32_t parts = check_key(idx, key, size, &first);
@@ -346,7 +346,7 @@ std::unique_ptr<Cursor> Space::make_cursor(uint32_t index_id, const uint8_t* key
   return idx.make_cursor(type, std::string(reinterpret_cast<const char*>(key), size), parts, bounded);
 }
 
-Tuple* Space::min_max(uint32_t index_id, const uint8_t* key, size_t size, bool max, double now) {
+Tuple* Space::min_max(uint32_t index_id, const uint8_t* key, size_t size, bool max, const Now& now) {
   Index& idx = index(index_id);
   if (!idx.ordered())
     throw DbError(err::kUnsupported, std::string(idx.kind()) + " index '" + idx.name() + "' does not support " +
@@ -356,7 +356,7 @@ Tuple* Space::min_max(uint32_t index_id, const uint8_t* key, size_t size, bool m
 }
 
 void Space::select(uint32_t index_id, const uint8_t* key, size_t size, IterType type, uint64_t limit,
-                   uint64_t offset, std::string* out, double now) {
+                   uint64_t offset, std::string* out, const Now& now) {
   std::unique_ptr<Cursor> c = make_cursor(index_id, key, size, type);
   while (limit > 0) {
     Tuple* t = next_visible(*c, now);
@@ -370,9 +370,9 @@ void Space::select(uint32_t index_id, const uint8_t* key, size_t size, IterType 
   }
 }
 
-size_t Space::count(uint32_t index_id, const uint8_t* key, size_t size, IterType type, double now) {
+size_t Space::count(uint32_t index_id, const uint8_t* key, size_t size, IterType type, const Now& now) {
   std::unique_ptr<Cursor> c = make_cursor(index_id, key, size, type);
-  const bool ttl = ttl_fieldno_ != kNoTtlField && !std::isnan(now);
+  const bool ttl = ttl_fieldno_ != kNoTtlField && now.checks();
   if (c->type() == IterType::kAll && !ttl) return c->index()->size();
   size_t n = 0;
   while (next_visible(*c, now) != nullptr) n++;

@@ -80,6 +80,7 @@
 #include "key_def.h"
 #include "ttl.h"
 #include "tuple.h"
+#include "update.h"
 #include "alloc/tuple_arena.h"
 
 namespace ce {
@@ -115,11 +116,11 @@ class Space {
   void clear_evicted() noexcept;
 
   // Whether a read at `now` treats t as absent (see the header comment). REQUIRES: t is stored.
-  bool hides(const Tuple* t, double now) const {
-    return ttl_fieldno_ != kNoTtlField && !std::isnan(now) && ttl_expired(t->data(), ttl_fieldno_, now);
+  bool hides(const Tuple* t, const Now& now) const {
+    return ttl_fieldno_ != kNoTtlField && now.checks() && now.expired(t->data(), ttl_fieldno_);
   }
   // The cursor's next tuple that a read at `now` sees, or nullptr at the end.
-  Tuple* next_visible(Cursor& cursor, double now) const {
+  Tuple* next_visible(Cursor& cursor, const Now& now) const {
     Tuple* t;
     while ((t = cursor.next()) != nullptr && hides(t, now)) {
     }
@@ -154,27 +155,27 @@ class Space {
   // validated there, so bytes that change under the caller's feet are never stored unchecked.
   // REQUIRES: a primary index.
   // now: see the header comment (an expired primary-key duplicate does not block an insert).
-  void insert(const uint8_t* data, size_t size, bool replace, double now = kNoTtlCheck);
+  void insert(const uint8_t* data, size_t size, bool replace, const Now& now = Now());
   // `data` is a MessagePack array of tuples; all or nothing. Returns the count. Copies the batch
   // before validating it, as insert() does.
-  size_t insert_many(const uint8_t* data, size_t size, double now = kNoTtlCheck);
+  size_t insert_many(const uint8_t* data, size_t size, const Now& now = Now());
   // get(): the tuple with this full key of a unique index, or nullptr. Throws ER_UNSUPPORTED on
   // a non-unique index, ER_KEY_PART_COUNT on a partial key.
-  Tuple* get(uint32_t index_id, const uint8_t* key, size_t size, double now = kNoTtlCheck);
+  Tuple* get(uint32_t index_id, const uint8_t* key, size_t size, const Now& now = Now());
   // delete(): removes the tuple with this full primary key and appends its bytes to *out.
   // Returns false when absent. Throws ER_KEY_PART_COUNT on a partial key.
   bool remove(const uint8_t* key, size_t size, std::string* out);
   // min()/max() of an ordered index over the tuples matching a (partial) key, or nullptr.
   // Throws ER_UNSUPPORTED on an unordered index.
-  Tuple* min_max(uint32_t index_id, const uint8_t* key, size_t size, bool max, double now = kNoTtlCheck);
+  Tuple* min_max(uint32_t index_id, const uint8_t* key, size_t size, bool max, const Now& now = Now());
   // A cursor after the index's iterator rules (Index::check_iterator). The space must outlive it.
   std::unique_ptr<Cursor> make_cursor(uint32_t index_id, const uint8_t* key, size_t size, IterType type,
                                       bool bounded = false);
   // select(): appends the bytes of up to `limit` matching tuples after skipping `offset`.
   void select(uint32_t index_id, const uint8_t* key, size_t size, IterType type, uint64_t limit, uint64_t offset,
-              std::string* out, double now = kNoTtlCheck);
+              std::string* out, const Now& now = Now());
   // count(): the number of matching tuples (O(1) for ALL without a TTL check).
-  size_t count(uint32_t index_id, const uint8_t* key, size_t size, IterType type, double now = kNoTtlCheck);
+  size_t count(uint32_t index_id, const uint8_t* key, size_t size, IterType type, const Now& now = Now());
 
   // Removing a stored tuple, for walks that hold tuple pointers (the expiry chunk).
   // prepare_remove(t) prefetches what remove_tuple(t) will touch in every index and returns
@@ -206,8 +207,9 @@ class Space {
   // slabs and 2 MiB chunks, free space in them included, plus tuples too large for a slab.
   // index_memory(): every index's memory() (Index::memory) plus the undo log's capacity. Not
   // counted: allocator overhead outside these blocks (malloc headers, memory glibc keeps after a
-  // free), a scratch word per index, and insertMany()'s copy of its batch and its list of tuple
-  // spans, which live only during the call.
+  // free), a scratch word per index, update()'s scratch (the size of the last tuple it built,
+  // at most kKeptScratch kept between calls), and insertMany()'s copy of its batch and its list
+  // of tuple spans, which live only during the call.
   size_t tuple_memory() const { return arena_.memory(); }
   size_t index_memory() const;
 
@@ -239,13 +241,13 @@ class Space {
   void check_tuple(const uint8_t* data, size_t size, bool checked) const;
   void check_size(size_t size) const;
   // Copies checked bytes into a tuple and inserts it; `pk_prepared` is primary().prepare(data).
-  void insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t pk_prepared, double now = kNoTtlCheck);
+  void insert_copy(const uint8_t* data, size_t size, bool replace, uint64_t pk_prepared, const Now& now = Now());
   std::vector<Tuple*> all_tuples() const;
   void free_large_tuples();
   // The outermost transaction ended: clears the undo log and lets the indexes release their
   // undo reserves.
   void end_transaction() noexcept;
-  void insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared, double now = kNoTtlCheck);
+  void insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared, const Now& now = Now());
   // Replaces old by nw in every index (either may be null). prepared[i], for i < n, is
   // Index::prepare() of indexes_[i] for the tuple this leaves in it: nw when given, else old.
   void apply(Tuple* old, Tuple* nw, const uint64_t* prepared = nullptr, size_t n = 0);
@@ -287,6 +289,12 @@ class Space {
   uint32_t depth_ = 0;
   size_t reinserts_ = 0;  // open undo entries with an old tuple: re-inserts a rollback makes
   std::unique_ptr<IndexBuild> build_;  // an index being built (createIndexAsync), or null
+  // update()/upsert()'s parsed operations and the updated tuple's bytes before they are stored,
+  // reused from call to call; scratch over kKeptScratch bytes is given back after the call.
+  static constexpr size_t kKeptScratch = 64 * 1024;
+  UpdateOps update_ops_;
+  std::string update_new_;
+  void trim_update_scratch();
 };
 
 }  // namespace ce

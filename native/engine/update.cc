@@ -15,20 +15,6 @@ DbError op_error(const std::string& what) { return DbError(err::kUpdateOp, "upda
 
 std::string op_name(char op) { return std::string("'") + op + "'"; }
 
-// A field of the tuple being built: a span of the old tuple or of the ops, or (owned) a span of
-// the scratch store, held by offset because the store may move as it grows.
-struct Field {
-  const uint8_t* p;
-  size_t off;
-  uint32_t n;
-  bool owned;
-};
-
-// Per-thread scratch, so that an update allocates nothing once warm (one JavaScript thread uses
-// a space; workers have their own).
-thread_local std::vector<Field> t_fields;
-thread_local std::string t_store;
-
 bool read_int(const uint8_t* p, int64_t* out) {
   mp::Num n;
   if (!mp::read_num(p, &n)) return false;
@@ -163,9 +149,15 @@ void UpdateOps::parse(const uint8_t* data, size_t size) {
   }
 }
 
+void UpdateOps::trim(size_t keep) {
+  if (ops_.capacity() * sizeof(Op) > keep) std::vector<Op>().swap(ops_);
+  if (fields_.capacity() * sizeof(Field) > keep) std::vector<Field>().swap(fields_);
+  if (store_.capacity() > keep) std::string().swap(store_);
+}
+
 void UpdateOps::apply(const uint8_t* tuple, std::string* out, bool skip_failed) const {
-  std::vector<Field>& fields = t_fields;
-  std::string& store = t_store;
+  std::vector<Field>& fields = fields_;
+  std::string& store = store_;
   fields.clear();
   store.clear();
   const uint8_t* p = tuple;
@@ -291,11 +283,6 @@ void UpdateOps::apply(const uint8_t* tuple, std::string* out, bool skip_failed) 
 
 // --- Space::update and Space::upsert (declared in space.h) ---
 
-namespace {
-thread_local UpdateOps t_ops;
-thread_local std::string t_new;
-}  // namespace
-
 Tuple* Space::replace_updated(Tuple* old, const std::string& bytes, bool skip_pk_change) {
   const uint8_t* nb = reinterpret_cast<const uint8_t*>(bytes.data());
   check_tuple(nb, bytes.size(), false);
@@ -339,18 +326,25 @@ Tuple* Space::update(uint32_t index_id, const uint8_t* key, size_t key_size, con
     throw DbError(err::kKeyPartCount, "update() on index '" + idx.name() + "' needs a full key (" +
                                           std::to_string(idx.key_def().part_count()) + " parts), got " +
                                           std::to_string(parts));
-  t_ops.parse(ops, ops_size);
+  update_ops_.parse(ops, ops_size);
   Tuple* old = idx.get(first);
   if (old == nullptr) return nullptr;
-  t_ops.apply(old->data(), &t_new, false);
-  check_size(t_new.size());
-  return replace_updated(old, t_new, false);
+  update_ops_.apply(old->data(), &update_new_, false);
+  check_size(update_new_.size());
+  Tuple* t = replace_updated(old, update_new_, false);
+  trim_update_scratch();
+  return t;
+}
+
+void Space::trim_update_scratch() {
+  update_ops_.trim(kKeptScratch);
+  if (update_new_.capacity() > kKeptScratch) std::string().swap(update_new_);
 }
 
 Tuple* Space::upsert(const uint8_t* data, size_t size, const uint8_t* ops, size_t ops_size) {
   clear_evicted();
   require_primary();
-  t_ops.parse(ops, ops_size);
+  update_ops_.parse(ops, ops_size);
   check_size(size);
   // Copy first, validate the copy (as insert() does).
   Tuple* t = arena_.alloc(uint32_t(size));
@@ -372,9 +366,11 @@ Tuple* Space::upsert(const uint8_t* data, size_t size, const uint8_t* ops, size_
   free_tuple(t);
   // Tarantool (memtx): an op that fails on the stored tuple is skipped; a result that changes
   // the primary key is skipped as a whole; a result that breaks an index or a unique key throws.
-  t_ops.apply(old->data(), &t_new, true);
-  check_size(t_new.size());
-  return replace_updated(old, t_new, true);
+  update_ops_.apply(old->data(), &update_new_, true);
+  check_size(update_new_.size());
+  Tuple* stored = replace_updated(old, update_new_, true);
+  trim_update_scratch();
+  return stored;
 }
 
 }  // namespace ce

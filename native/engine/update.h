@@ -18,6 +18,11 @@
 // refused by the tuple's validation.
 //
 // The new tuple is not validated here: the space validates it as one of its tuples.
+//
+// An UpdateOps is reused from call to call (each Space holds one): parse() and apply() keep
+// their vectors' and strings' capacity, so an update allocates nothing once warm, and the scratch
+// is a member, not a thread_local (whose every access in a shared library is a __tls_get_addr
+// call). Not thread-safe: one JavaScript thread uses a space.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +42,8 @@ class UpdateOps {
   // Writes the updated copy of `tuple` (a validated MessagePack array) to *out (replacing it).
   void apply(const uint8_t* tuple, std::string* out, bool skip_failed) const;
   size_t size() const { return ops_.size(); }
+  // Gives back the scratch's memory when it holds more than `keep` bytes.
+  void trim(size_t keep);
 
  private:
   struct Op {
@@ -48,7 +55,17 @@ class UpdateOps {
     const uint8_t* str = nullptr;  // ':' replacement bytes
     uint32_t str_len = 0;
   };
+  // A field of the tuple being built: a span of the old tuple or of the ops, or (owned) a span of
+  // store_, held by offset because store_ may move as it grows.
+  struct Field {
+    const uint8_t* p;
+    size_t off;
+    uint32_t n;
+    bool owned;
+  };
   std::vector<Op> ops_;
+  mutable std::vector<Field> fields_;  // apply()'s scratch
+  mutable std::string store_;
 };
 
 }  // namespace ce

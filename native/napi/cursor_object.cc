@@ -88,7 +88,7 @@ Scan& CursorObject::scan() {
 napi_value CursorObject::next(napi_env env, napi_callback_info info) {
   return guard(env, [&]() -> napi_value {
     const Args args(env, info, 0);
-    const double now = now_arg(args, 1);
+    const Now now = now_arg(args, 1);
     CursorObject* self = from_this(args);
     Cursor& c = self->scan().cursor();
     Tuple* t = self->owner_->space().next_visible(c, now);

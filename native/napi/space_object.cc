@@ -24,8 +24,9 @@ KeyArg key_arg(const Args& args, size_t i) {
   KeyArg k;
   double d;
   if (i < args.length() && napi_get_value_double(args.env(), args[i], &d) == napi_ok) {  // the common case first
-    mp::write_array_header(&k.bytes, 1);
-    mp::write_double(&k.bytes, d);
+    uint8_t b[10];
+    b[0] = 0x91;
+    k.bytes.assign(reinterpret_cast<const char*>(b), 1 + mp::write_double(b + 1, d));  // fits the string's own buffer
     return k;
   }
   switch (args.type(i)) {
@@ -96,14 +97,14 @@ std::vector<KeyPart> parts_arg(const Args& args, size_t i) {
 
 }  // namespace
 
-double now_arg(const Args& args, size_t i) {
+Now now_arg(const Args& args, size_t i) {
   bool seconds;
   double d;
-  if (i >= args.length()) return kNoTtlCheck;
+  if (i >= args.length()) return Now();
   if (napi_get_value_bool(args.env(), args[i], &seconds) == napi_ok)  // the default clock: one N-API call
-    return wall_clock_now(seconds ? WallClockUnit::kSeconds : WallClockUnit::kMillis);
-  if (napi_get_value_double(args.env(), args[i], &d) == napi_ok) return d;  // an injected clock: two
-  if (args.is_undefined(i)) return kNoTtlCheck;
+    return Now::wall(seconds ? WallClockUnit::kSeconds : WallClockUnit::kMillis);
+  if (napi_get_value_double(args.env(), args[i], &d) == napi_ok) return Now(d);  // an injected clock: two
+  if (args.is_undefined(i)) return Now();
   throw bad_arg("now", "a number, a boolean or undefined");
 }
 
@@ -113,10 +114,13 @@ napi_value SpaceObject::call(napi_env env, napi_callback_info info) {
   napi_value result = guard(env, [&]() -> napi_value {
     const Args args(env, info, 1);
     void* ptr = nullptr;
+    AddonData* data = args.data();
     if (napi_get_value_external(env, args.raw(0), &ptr) != napi_ok ||
-        args.data()->spaces.count(static_cast<SpaceObject*>(ptr)) == 0)
+        ptr == nullptr ||
+        (ptr != data->last_space && data->spaces.count(static_cast<SpaceObject*>(ptr)) == 0))
       throw bad_arg("space", "a space handle made by createSpace()");
     self = static_cast<SpaceObject*>(ptr);  // the argument keeps it alive during the call
+    data->last_space = self;
     return (self->*Method)(args);
   });
   if (kChangesMemory && self != nullptr) self->report_memory(env);
@@ -209,6 +213,7 @@ void SpaceObject::finalize(napi_env env, void* ptr, void* hint) {
   SpaceObject* self = static_cast<SpaceObject*>(ptr);
   AddonData* data = static_cast<AddonData*>(hint);
   data->spaces.erase(self);
+  if (data->last_space == self) data->last_space = nullptr;
   self->space_.reset();
   self->report_memory(env);
   delete self;
@@ -280,7 +285,7 @@ napi_value SpaceObject::insert(const Args& args) {
       if (start > end || end > size) throw bad_arg("start/end", "a range inside the tuple Buffer");
     }
   });
-  const double now = later([&] { return now_arg(args, 4); });
+  const Now now = later([&] { return now_arg(args, 4); });
   Space& s = space();
   later.rethrow();
   s.insert(data + start, end - start, replace, now);
@@ -295,7 +300,7 @@ napi_value SpaceObject::insert_many(const Args& args) {
   later([&] {
     if (!args.bytes_if(0, &data, &size)) throw bad_arg("tuples", "a Buffer");
   });
-  const double now = later([&] { return now_arg(args, 1); });
+  const Now now = later([&] { return now_arg(args, 1); });
   Space& s = space();
   later.rethrow();
   return number_value(args.env(), double(s.insert_many(data, size, now)));
@@ -306,7 +311,7 @@ napi_value SpaceObject::get(const Args& args) {
   Deferred early, later;
   const uint32_t id = early([&] { return args.u32(0, "index"); });
   const KeyArg key = later([&] { return key_arg(args, 1); });
-  const double now = later([&] { return now_arg(args, 3); });
+  const Now now = later([&] { return now_arg(args, 3); });
   Space& s = space();
   early.rethrow();
   s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
@@ -334,7 +339,7 @@ napi_value SpaceObject::select(const Args& args) {
   const IterType type = later([&] { return iter_arg(args, 2); });
   const uint64_t limit = later([&] { return args.count(3, "limit"); });
   const uint64_t offset = later([&] { return args.count(4, "offset"); });
-  const double now = later([&] { return now_arg(args, 6); });
+  const Now now = later([&] { return now_arg(args, 6); });
   Space& s = space();
   early.rethrow();
   s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
@@ -350,7 +355,7 @@ napi_value SpaceObject::count(const Args& args) {
   const uint32_t id = early([&] { return args.u32(0, "index"); });
   const KeyArg key = later([&] { return key_arg(args, 1); });
   const IterType type = later([&] { return iter_arg(args, 2); });
-  const double now = later([&] { return now_arg(args, 3); });
+  const Now now = later([&] { return now_arg(args, 3); });
   Space& s = space();
   early.rethrow();
   s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
@@ -364,7 +369,7 @@ napi_value SpaceObject::minmax(const Args& args) {
   const uint32_t id = early([&] { return args.u32(0, "index"); });
   const KeyArg key = later([&] { return key_arg(args, 1); });
   const bool max = later([&] { return args.boolean(2, "max"); });
-  const double now = later([&] { return now_arg(args, 4); });
+  const Now now = later([&] { return now_arg(args, 4); });
   Space& s = space();
   early.rethrow();
   s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors

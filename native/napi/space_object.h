@@ -4,9 +4,11 @@
 // module-level functions in `space`, one per method; a wrapped object would cost a
 // private-property look-up (napi_unwrap) on every call. A handle is trusted only if it is in the
 // environment's registry of live spaces (AddonData::spaces), so a foreign External is refused
-// with ER_ILLEGAL_PARAMS, never followed. The External is an argument of the running call, so
-// the SpaceObject cannot be finalized during it; drop() can (a user getter may call it), which
-// is why a function reads all its arguments before it takes a reference to the Space.
+// with ER_ILLEGAL_PARAMS, never followed (the last handle accepted, AddonData::last_space, is
+// remembered, so that a run of calls on one space skips the look-up). The External is an
+// argument of the running call, so the SpaceObject cannot be finalized during it; drop() can (a
+// user getter may call it), which is why a function reads all its arguments before it takes a
+// reference to the Space.
 //
 // Each function has the same shape: read and convert every argument, then space() (which
 // throws ER_SPACE_DROPPED), then one engine call, then build the result (see safe.h).
@@ -38,9 +40,9 @@ namespace ce {
 
 // A read's `now` (TTL-aware spaces), argument i: a number is the current time in the space's TTL
 // unit (an injected clock); a boolean asks for the wall clock, read natively as Date.now() reads
-// it (wall_clock_now, ttl.h), in seconds when true and in milliseconds when false; absent or
-// undefined means no TTL check (kNoTtlCheck). Anything else throws ER_ILLEGAL_PARAMS.
-double now_arg(const Args& args, size_t i);
+// it (Now::wall, ttl.h: the coarse clock first, the exact one when a TTL is near), in seconds when true and in milliseconds when false; absent or
+// undefined means no TTL check (Now()). Anything else throws ER_ILLEGAL_PARAMS.
+Now now_arg(const Args& args, size_t i);
 
 class SpaceObject {
  public:

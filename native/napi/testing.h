@@ -7,7 +7,8 @@ namespace ce {
 
 struct AddonData;
 
-// Defines exports.testing = { failAllocationAfter(n), allocationsSince(), disarmAllocationFailure() }.
+// Defines exports.testing = { failAllocationAfter(n), allocationsSince(), disarmAllocationFailure(),
+// floorTuple(id, scratch, wide) }.
 void register_testing(napi_env env, napi_value exports, AddonData* data);
 
 }  // namespace ce

@@ -5,6 +5,7 @@
 // values; wall_clock_now() is Date.now()'s value: whole ms, and ms / 1000 in seconds.
 #include "ttl.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -87,6 +88,59 @@ int main() {
     expect(std::trunc(ms) == ms && ms > 1.6e12, "wall_clock_now(kMillis) is not a whole ms: ", ms);
     expect(s * 1000 >= ms - 1 && s <= (ms + 1000) / 1000, "wall_clock_now(kSeconds) is not ms / 1000: ", s, " vs ", ms);
     expect(std::trunc(s * 1000 + 0.5) / 1000 == s, "wall_clock_now(kSeconds) is not a whole ms / 1000: ", s);
+  }
+  // Now: a given time decides as ttl_expired; none (NaN, the default) checks nothing.
+  expect(!ce::Now().checks() && !ce::Now(nan).checks() && ce::Now(5).checks(), "Now::checks()");
+  for (double v : values) {
+    if (std::isnan(v)) continue;
+    const std::string t = tuple([&](Mp& m) { m.f64(v); });
+    const uint8_t* data = reinterpret_cast<const uint8_t*>(t.data());
+    for (double now : {v, std::nextafter(v, -inf), std::nextafter(v, inf), v - 1, v + 1})
+      expect(ce::Now(now).expired(data, 2) == ce::ttl_expired(data, 2, now), "Now(given) disagrees at ", now);
+  }
+  // Now::wall (the coarse clock first): every decision is the exact clock's at an instant of the
+  // call, so a TTL <= the exact time read before is expired and one > the exact time read after
+  // is live, in both units, for TTLs at the boundary, around the coarse margin, far from it, as
+  // float64 and as integers, and for several TTLs decided through one Now.
+  for (int unit = 0; unit < 2; unit++) {
+    const ce::WallClockUnit u = unit == 0 ? ce::WallClockUnit::kMillis : ce::WallClockUnit::kSeconds;
+    const double scale = unit == 0 ? 1000 : 1;  // a second in the unit
+    const double tick = unit == 0 ? 1 : 0.001;  // a ms in the unit
+    for (int i = 0; i < 2000; i++) {
+      const double before = ce::wall_clock_now(u);
+      const ce::Now now = ce::Now::wall(u);
+      std::vector<double> ttls;
+      for (double d : {0.0, 1.0, -1.0, 2.0, -2.0, 5.0, -5.0, 20.0, -20.0})
+        ttls.push_back(before + d * tick);
+      for (double k : {ce::Now::kCoarseMargin, 0.0, 3600.0})
+        for (double d : {-1.0, 0.0, 1.0, 5.0}) {
+          ttls.push_back(before + k * scale + d * tick);
+          ttls.push_back(before - k * scale + d * tick);
+        }
+      std::vector<int> got;
+      for (double v : ttls) {
+        const std::string tf = tuple([&](Mp& m) { m.f64(v); });
+        got.push_back(now.expired(reinterpret_cast<const uint8_t*>(tf.data()), 2) ? 1 : 0);
+        if (std::trunc(v) == v && v >= 0) {
+          const std::string ti = tuple([&](Mp& m) { m.uint(uint64_t(v)); });
+          expect(now.expired(reinterpret_cast<const uint8_t*>(ti.data()), 2) == (got.back() == 1),
+                 "Now::wall decides an integer TTL unlike the same float64: ", v);
+        }
+      }
+      const double after = ce::wall_clock_now(u);
+      for (size_t k = 0; k < ttls.size(); k++) {
+        if (ttls[k] <= before) expect(got[k] == 1, "Now::wall: a TTL <= Date.now() before the read is live: ", ttls[k]);
+        if (ttls[k] > after) expect(got[k] == 0, "Now::wall: a TTL > Date.now() after the read expired: ", ttls[k]);
+      }
+      // One instant: an expired TTL is never above a live one.
+      double max_expired = -inf, min_live = inf;
+      for (size_t k = 0; k < ttls.size(); k++) {
+        if (got[k] == 1) max_expired = std::max(max_expired, ttls[k]);
+        else min_live = std::min(min_live, ttls[k]);
+      }
+      expect(max_expired < min_live, "Now::wall: decisions of one call are not those of one instant");
+      expect(now.value() <= ce::wall_clock_now(u), "Now::wall is ahead of the exact clock");
+    }
   }
   std::puts("ttl_test: ok");
   return 0;

@@ -96,6 +96,8 @@ interface Addon {
     allocationsSince(): number;
     /** Disarms; whether the armed failure happened. */
     disarmAllocationFailure(): boolean;
+    /** bench/space.ts's floor: writes [id, 0] (wide: a 3-field tuple) into scratch as get() does; its byte count. */
+    floorTuple(id: number, scratch: Buffer, wide: boolean): number | Buffer;
   };
 }
 

@@ -9,6 +9,8 @@
 // a read passes only the unit, and the addon reads the clock itself as Date.now() would
 // (wall_clock_now in ttl.h), without a call back into JavaScript. The value is the number that
 // Date.now() (or Date.now() / 1000) returns at that instant, read on every call, never cached.
+// (The addon reads the kernel's coarse clock first and the exact one only for a TTL due within
+// the next minute: the decisions are the exact clock's, see Now in ttl.h.)
 // That holds while Date.now is the built-in: when something has replaced it (fake timers, a
 // spy), reads call Date.now() and pass its value, so a fake clock governs them as before.
 import { CappedError, illegal } from '../errors.js';

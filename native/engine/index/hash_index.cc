@@ -26,7 +26,7 @@ HashIndex::HashIndex(IndexSpec spec)
 
 void HashIndex::replace(Tuple* old, Tuple* nw, uint64_t prepared) {
   if (old && nw && key_def().compare(old->data(), nw->data()) == 0) {
-    table_.replace_same(old, nw);
+    table_.replace_same_hashed(old, nw, prepared);  // equal keys: prepared is old's hash too
     return;
   }
   if (nw) table_.insert_hashed(nw, prepared);

@@ -172,9 +172,10 @@ class HashTable {
  public:
 
   // Swaps a stored tuple for another with the same key, in place. REQUIRES: old is stored.
-  void replace_same(const Tuple* old, Tuple* nw) {
+  void replace_same(const Tuple* old, Tuple* nw) { replace_same_hashed(old, nw, hash_of(old->data())); }
+  // The same, with h == hash_of(old->data()).
+  void replace_same_hashed(const Tuple* old, Tuple* nw, uint64_t h) {
     if (reinterpret_cast<uintptr_t>(nw) >> kTagShift) throw std::bad_alloc();  // as in insert_hashed
-    const uint64_t h = hash_of(old->data());
     size_t i = locate(cur_, old, h);
     uint64_t* slots = cur_.slots;
     if (i == kNone) {
