@@ -1,12 +1,14 @@
 // The vitest config Stryker runs (stryker.config.mjs). Stryker's vitest runner forces
 // pool 'threads' with one worker, so every test file below loads the addon in a worker thread.
-// Left out: the files that only exercise other processes or the build (they cannot see a mutant
-// in src/, which Stryker instruments in its sandbox, and they cost minutes each):
+// Left out: the files whose work happens in another process or thread, or in the build (a
+// mutant is switched on only inside the test's own thread, so they cannot see it), or that test
+// the native engine alone; most of them cost minutes:
 //   bench*.test.ts        run the benchmarks (minutes; figures, not assertions on src/)
 //   native-engine.test.ts compiles and runs the C++ engine tests
 //   packaging, types      npm pack / tsc over dist/
 //   gc, hash-tombstones   child processes over dist/
-//   workers, worker-termination, shared-buffer   Worker threads over dist/ fixtures
+//   workers, worker-termination   Worker threads over dist/
+//   shared-buffer         the addon's validation of bytes another thread mutates (raw handle)
 //   recipes               runs examples/ as child processes
 // The main suite (vitest.config.mts) is unchanged.
 import { defineConfig } from 'vitest/config';
