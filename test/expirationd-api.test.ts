@@ -189,6 +189,15 @@ describe('option validation', () => {
     expectCode(() => expirationd.start('bad', space, { field: 2, itIndex: 'by_name' }), 'ER_ILLEGAL_PARAMS');
   });
 
+  test('an itIndex TREE whose first part is a boolean TTL field is refused, naming the type', () => {
+    const space = new Space('flags');
+    space.createIndex('primary', { parts: [[1, 'unsigned']] });
+    space.createIndex('by_flag', { unique: false, parts: [[2, 'boolean']] });
+    const error = expectCode(() => expirationd.start('bad', space, { field: 2, itIndex: 'by_flag' }), 'ER_ILLEGAL_PARAMS');
+    expect(error.message).toContain('must be numeric, not boolean');
+    expect(expirationd.tasks()).toEqual([]);
+  });
+
   test('the error names the offending option', () => {
     const space = makeSpace();
     expect(expectCode(() => expirationd.start('bad', space, { field: 3, scansize: 1 } as TaskOptions), 'ER_ILLEGAL_PARAMS').message)

@@ -353,6 +353,19 @@ describe('expirationd on a TTL space', () => {
     expect(space.select().map((t) => t[0])).toEqual([2]);
   });
 
+  test('a task with its own isExpired does not take the space\'s TTL field: the TTL index is refused as its itIndex, the pk walk works', () => {
+    const space = ttlTree(() => 20);
+    space.insertMany([[1, 'a', 10], [2, 'b', 30]]);
+    const isExpired = (t: unknown[]): boolean => t[0] === 2;
+    // isExpired decides alone: no TTL field, so no early break on the TTL tree.
+    expect(codeOf(() => expirationd.start('ttl-pred-tree', space, { itIndex: 'exp', isExpired }))).toBe('ER_ILLEGAL_PARAMS');
+    expect(() => expirationd.start('ttl-pred-tree', space, { itIndex: 'exp', isExpired })).toThrow(/not the TTL field \(none given\)/);
+    const task = expirationd.start('ttl-pred', space, { isExpired });
+    for (let i = 0; i < 20 && task.stats().fullScans < 1; i++) vi.advanceTimersToNextTimer();
+    expect(space.len()).toBe(1);   // 2 went by the predicate although its TTL is live; 1 is stored, hidden
+    expect(space.select()).toEqual([]);
+  });
+
   test('a task may expire by another field than the space declares', () => {
     const space = new Space('other', { ttl: { field: 3, now: () => 10 } });
     space.createIndex('pk', { parts: [[1, 'unsigned']] });
