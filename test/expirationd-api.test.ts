@@ -129,6 +129,21 @@ describe('the positional form', () => {
     expectCode(() => expirationd.start('p', space, 'primary', 'exp', 3, 10, -1), 'ER_ILLEGAL_PARAMS');
     expect(expirationd.tasks()).toEqual([]);
   });
+
+  test('an options object followed by more arguments is refused: neither form', () => {
+    const space = makeSpace();
+    expectCode(() => (expirationd.start as (...a: unknown[]) => unknown)('p', space, { field: 3 }, 'exp'), 'ER_ILLEGAL_PARAMS');
+    expect(expirationd.tasks()).toEqual([]);
+  });
+
+  test('rmIndex left undefined in the positional form is the primary key', () => {
+    const space = makeSpace();
+    space.insert([1, 'a', 1]);
+    const task = (expirationd.start as (...a: unknown[]) => ReturnType<typeof expirationd.start>)('u', space, undefined, 'exp', 3);
+    expect(task.earlyBreak).toBe(true);
+    vi.advanceTimersByTime(0);
+    expect(space.len()).toBe(0);
+  });
 });
 
 describe('option validation', () => {
