@@ -294,7 +294,14 @@ class Space {
   static constexpr size_t kKeptScratch = 64 * 1024;
   UpdateOps update_ops_;
   std::string update_new_;
-  void trim_update_scratch();
+  void trim_update_scratch() noexcept;
+  // Trims the scratch when update()/upsert() leaves, however it leaves (a refused update may
+  // have built a large tuple, and an absent key large parsed operations).
+  struct ScratchTrim {
+    Space* space;
+    explicit ScratchTrim(Space* s) : space(s) {}
+    ~ScratchTrim() { space->trim_update_scratch(); }
+  };
 };
 
 }  // namespace ce

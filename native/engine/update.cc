@@ -149,7 +149,7 @@ void UpdateOps::parse(const uint8_t* data, size_t size) {
   }
 }
 
-void UpdateOps::trim(size_t keep) {
+void UpdateOps::trim(size_t keep) noexcept {
   if (ops_.capacity() * sizeof(Op) > keep) std::vector<Op>().swap(ops_);
   if (fields_.capacity() * sizeof(Field) > keep) std::vector<Field>().swap(fields_);
   if (store_.capacity() > keep) std::string().swap(store_);
@@ -326,17 +326,16 @@ Tuple* Space::update(uint32_t index_id, const uint8_t* key, size_t key_size, con
     throw DbError(err::kKeyPartCount, "update() on index '" + idx.name() + "' needs a full key (" +
                                           std::to_string(idx.key_def().part_count()) + " parts), got " +
                                           std::to_string(parts));
+  const ScratchTrim trim(this);
   update_ops_.parse(ops, ops_size);
   Tuple* old = idx.get(first);
   if (old == nullptr) return nullptr;
   update_ops_.apply(old->data(), &update_new_, false);
   check_size(update_new_.size());
-  Tuple* t = replace_updated(old, update_new_, false);
-  trim_update_scratch();
-  return t;
+  return replace_updated(old, update_new_, false);
 }
 
-void Space::trim_update_scratch() {
+void Space::trim_update_scratch() noexcept {
   update_ops_.trim(kKeptScratch);
   if (update_new_.capacity() > kKeptScratch) std::string().swap(update_new_);
 }
@@ -344,6 +343,7 @@ void Space::trim_update_scratch() {
 Tuple* Space::upsert(const uint8_t* data, size_t size, const uint8_t* ops, size_t ops_size) {
   clear_evicted();
   require_primary();
+  const ScratchTrim trim(this);
   update_ops_.parse(ops, ops_size);
   check_size(size);
   // Copy first, validate the copy (as insert() does).
@@ -368,9 +368,7 @@ Tuple* Space::upsert(const uint8_t* data, size_t size, const uint8_t* ops, size_
   // the primary key is skipped as a whole; a result that breaks an index or a unique key throws.
   update_ops_.apply(old->data(), &update_new_, true);
   check_size(update_new_.size());
-  Tuple* stored = replace_updated(old, update_new_, true);
-  trim_update_scratch();
-  return stored;
+  return replace_updated(old, update_new_, true);
 }
 
 }  // namespace ce

@@ -43,7 +43,7 @@ class UpdateOps {
   void apply(const uint8_t* tuple, std::string* out, bool skip_failed) const;
   size_t size() const { return ops_.size(); }
   // Gives back the scratch's memory when it holds more than `keep` bytes.
-  void trim(size_t keep);
+  void trim(size_t keep) noexcept;
 
  private:
   struct Op {
