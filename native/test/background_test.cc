@@ -2,9 +2,13 @@
 // byte changing under a writer, freed mappings are unmapped in order, the queue drains; a space
 // truncated or destroyed at size hands its memory over and stays usable; the next arena chunk,
 // node-pool chunk and hash table are allocated ahead and counted in memory().
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <string>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "alloc/background.h"
 #include "alloc/big_alloc.h"
@@ -32,6 +36,43 @@ void populate_while_writing() {
   }
   ce::background::wait_idle();
   expect(ce::background::pending() == 0, "unmaps drained");
+}
+
+// Pages of [p, p + len) resident now.
+size_t resident_pages(void* p, size_t len) {
+  std::vector<unsigned char> v(len / 4096);
+  if (mincore(p, len, v.data()) != 0) return 0;
+  size_t n = 0;
+  for (unsigned char c : v) n += c & 1;
+  return n;
+}
+
+// A populate faults every page in (the pool build maps huge pages; the per-node build calloc's,
+// where nothing is asked of the thread).
+void populate_faults_pages_in() {
+  const size_t len = 4 * ce::kHugePage;
+  auto* p = static_cast<uint8_t*>(ce::big_calloc(len, /*ahead=*/true));
+  ce::background::wait_idle();
+  if (ce::big_mapped(len)) expect(resident_pages(p, len) == len / 4096, "populated: ", resident_pages(p, len));
+  for (size_t k = 0; k < len; k += 4096) expect(p[k] == 0, "zeroed");
+  ce::big_free(p, len);
+  ce::background::wait_idle();
+}
+
+// A mapping freed (or discarded) while its populate is queued or running: the populate is
+// dropped or stopped before the unmap, never run over unmapped memory (which would crash here).
+void unmap_while_populating() {
+  for (int round = 0; round < 20; round++) {
+    std::vector<uint8_t*> blocks;
+    for (int i = 0; i < 8; i++) blocks.push_back(static_cast<uint8_t*>(ce::big_calloc(8 * ce::kHugePage, true)));
+    if (round % 2 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200 * round));
+    for (int i = 0; i < 8; i++) {
+      if (i % 3 == 0) ce::big_discard(blocks[i], 4 * ce::kHugePage);
+      ce::big_free(blocks[i], 8 * ce::kHugePage);
+    }
+  }
+  ce::background::wait_idle();
+  expect(ce::background::pending() == 0, "drained after unmaps over populates");
 }
 
 std::string tuple(uint64_t id) { return Mp().array(3).uint(id).str("user" + std::to_string(id) + "@tarantool.io").uint(id % 3600).str(); }
@@ -66,6 +107,8 @@ void truncate_and_drop_at_size() {
 
 int main() {
   populate_while_writing();
+  populate_faults_pages_in();
+  unmap_while_populating();
   truncate_and_drop_at_size();
   std::puts("background_test: ok");
   return 0;

@@ -31,6 +31,7 @@
 namespace ce {
 
 constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kSmallPage = 4096;
 
 // What big_calloc(bytes) really takes: huge-page mappings are whole 2 MiB pages.
 inline size_t big_size(size_t bytes) {
@@ -64,12 +65,20 @@ inline void* big_calloc(size_t bytes, bool ahead = false) {
 #ifdef CE_BIG_MMAP
   if (bytes >= kHugePage) {
     const size_t len = big_size(bytes);
-    void* raw = mmap(nullptr, len + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const size_t raw_len = len + kHugePage + kSmallPage;
+    void* raw = mmap(nullptr, raw_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) throw std::bad_alloc();
     const uintptr_t base = reinterpret_cast<uintptr_t>(raw);
     const uintptr_t start = (base + kHugePage - 1) & ~(kHugePage - 1);
+    const uintptr_t tail = start + len, raw_end = base + raw_len;
+    // The mapping's first page fault sets up its reverse map, and the kernel takes the
+    // process-wide mmap lock for that fault, which would then be the 2 MiB fault of a huge page:
+    // milliseconds during which every mmap or munmap in the process (V8's included) waits. So
+    // the first fault is a 4 KiB page of the slack about to be unmapped (never inside a whole
+    // 2 MiB block of the mapping, so never a huge page); the array's faults then take only
+    // the mapping's own lock.
+    *reinterpret_cast<volatile uint8_t*>((raw_end & (kHugePage - 1)) != 0 ? raw_end - kSmallPage : base) = 0;
     if (start > base) munmap(raw, start - base);
-    const uintptr_t tail = start + len, raw_end = base + len + kHugePage;
     if (raw_end > tail) munmap(reinterpret_cast<void*>(tail), raw_end - tail);
     madvise(reinterpret_cast<void*>(start), len, MADV_HUGEPAGE);
     if (ahead) background::populate(reinterpret_cast<void*>(start), len);
