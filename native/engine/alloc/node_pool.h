@@ -11,8 +11,8 @@
 // Freed blocks are reused by later inserts, not returned to the system, until reset() (the tree
 // was cleared or emptied) or the pool's destruction; reserved() counts every chunk.
 //
-// Once chunks are 2 MiB, the pool keeps the next one allocated ahead (next_chunk_) as address
-// space only (an untouched mapping holds no memory); when three quarters of the current chunk
+// From the last chunk under 2 MiB on, the pool keeps the next 2 MiB one allocated ahead
+// (next_chunk_) as address space only (an untouched mapping holds no memory); when three quarters of the current chunk
 // are carved (populate_at_: 1,024 nodes before it is needed) the background thread
 // (background.h) faults its pages in, so that no take() pays the kernel's zeroing of a fresh huge
 // page. reserved() counts that chunk from the moment its pages were asked for.
@@ -184,6 +184,16 @@ class NodePool {
     } else {
       fault::point();
       p = ::operator new(bytes);
+      if (bytes * 2 >= kHugePage && next_chunk_ == nullptr) {
+        // The last chunk before the first huge one: that one is allocated ahead as well.
+        try {
+          next_chunk_ = big_calloc(kHugePage);
+        } catch (...) {
+          ::operator delete(p);
+          throw;
+        }
+        populate_at_ = static_cast<uint8_t*>(p) + bytes / kBlock * 3 / 4 * kBlock;
+      }
     }
     chunks_.push_back(Chunk{p, bytes});
     next_ = static_cast<uint8_t*>(p);

@@ -13,7 +13,8 @@
 // The first kSmallSlabs slabs are malloc blocks, so a small space costs little. After that,
 // slabs are carved from 2 MiB chunks backed by transparent huge pages (see big_alloc.h): a
 // random read of one tuple among millions then costs a cache miss but not also a TLB miss.
-// The next chunk is allocated ahead (spare_) when the current one starts, as address space only
+// The first chunk is allocated and faulted in ahead when three quarters of the malloc'd slabs are
+// used; the next chunk is allocated ahead (spare_) when the current one starts, as address space only
 // (an untouched mapping holds no memory), and once the current chunk is three quarters carved
 // into slabs (kPopulateAt) the background thread (background.h) faults its pages in, so that no
 // insert pays the kernel's zeroing of a fresh huge page. memory() counts whole chunks, and the
@@ -167,6 +168,12 @@ class TupleArena {
         spare_populated_ = true;
       }
       return slab;
+    }
+    if (slabs_.size() == kPopulateAt && spare_ == nullptr) {
+      // The first chunk is allocated ahead as well, and asked for at once (a quarter of the
+      // malloc'd slabs before it is needed). May throw, with nothing changed.
+      spare_ = static_cast<uint8_t*>(big_calloc(kChunkSize, /*ahead=*/true));
+      spare_populated_ = true;
     }
     fault::point();
     slabs_.reserve(slabs_.size() + 1);
