@@ -4,9 +4,10 @@
 // load ns per entry, bytes per entry (RSS growth after GC), the longest single insert, inserts
 // over 1 ms and over 5 ms (each insert timed with process.hrtime.bigint()); the floor: the same
 // loop around a call that does no work (the store's size), timed the same way, whose pauses are
-// the process's, V8's and the scheduler's, not the store's; and then, with the data loaded, the
-// longest event-loop pause (perf_hooks monitorEventLoopDelay) during a fixed-rate
-// get/set/expire mix.
+// the process's, V8's and the scheduler's, not the store's; the same floor with the entry's tuple
+// built in the timed part (the caller's garbage, and V8's scavenges of it); and then, with the
+// data loaded, the longest event-loop pause (perf_hooks monitorEventLoopDelay) during a
+// fixed-rate get/set/expire mix.
 //
 //   npm run bench:scale [-- --quick] [-- --entries 10000000 --mix-seconds 10 --rate 100000]
 //                       [-- --only capped-expirationd] [-- --slow]
@@ -35,6 +36,9 @@ type Result = {
   floorOver1ms: number;
   floorOver5ms: number;
   floorCalls: number;
+  tupleFloorLongestMs: number;
+  tupleFloorOver1ms: number;
+  tupleFloorOver5ms: number;
   mixPauseMs: number;
   mixOps: number;
 };
@@ -55,8 +59,10 @@ interface Store {
   trivial(): unknown;
 }
 
+// The entry every contender stores (and the floor's second loop builds).
+const tuple = (id: number, exp: number) => [id, `user${id}@tarantool.io`, exp];
+
 async function makeStore(name: Name, n: number): Promise<Store> {
-  const tuple = (id: number, exp: number) => [id, `user${id}@tarantool.io`, exp];
   switch (name) {
     case 'capped-expirationd': {
       const { Space } = await import('../src/index.js');
@@ -100,6 +106,7 @@ async function makeStore(name: Name, n: number): Promise<Store> {
 }
 
 const NOW = Math.floor(Date.now() / 1000);
+let kept: unknown = null;  // the floor's last tuple (see child())
 const SLOW = process.argv.includes('--slow');
 
 // The main thread's time on a CPU and time runnable but waiting for one, in ns (schedstat).
@@ -157,28 +164,37 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
   // size; for us one native call that reads a counter), for at least n calls and at least as long
   // as the load took (a pause from outside lands on whatever call is running: the chance that one
   // does grows with the time spent). Its longest pause and its calls over 1 ms and 5 ms are what
-  // the process, V8 and the scheduler cost any call on this machine meanwhile.
-  let floorLongest = 0n;
-  let floorOver1 = 0;
-  let floorOver5 = 0;
-  let floorCalls = 0;
-  let sink = 0;
-  const floorStart = process.hrtime.bigint();
-  for (let i = 0; i < n || (i & 1023) !== 0 || process.hrtime.bigint() - floorStart < loadWall; i++) {
-    floorCalls++;
-    seed = (seed * 1103515245 + 12345) >>> 0;
-    const s0 = SLOW ? sched() : NO_SCHED;
-    const t0 = process.hrtime.bigint();
-    sink += store.trivial() === i ? 1 : 0;
-    const d = process.hrtime.bigint() - t0;
-    if (d > floorLongest) floorLongest = d;
-    if (d > 1_000_000n) {
-      floorOver1++;
-      if (SLOW) slow.push(slowLine('no-op', i, d, s0));
+  // the process, V8 and the scheduler cost any call on this machine meanwhile. The second floor
+  // also builds, in the timed part, the tuple the load passes (an array and a string, kept until
+  // the next call, so that V8 cannot leave them out): the caller's own garbage, whose scavenges
+  // any caller that builds tuples pays, whatever it then does with them.
+  const floor = (label: string, build: boolean) => {
+    let longestCall = 0n;
+    let calls1 = 0;
+    let calls5 = 0;
+    let calls = 0;
+    let sink = 0;
+    const floorStart = process.hrtime.bigint();
+    for (let i = 0; i < n || (i & 1023) !== 0 || process.hrtime.bigint() - floorStart < loadWall; i++) {
+      calls++;
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      const s0 = SLOW ? sched() : NO_SCHED;
+      const t0 = process.hrtime.bigint();
+      if (build) kept = tuple(i, NOW + 600 + (seed % 3600));
+      sink += store.trivial() === i ? 1 : 0;
+      const d = process.hrtime.bigint() - t0;
+      if (d > longestCall) longestCall = d;
+      if (d > 1_000_000n) {
+        calls1++;
+        if (SLOW) slow.push(slowLine(label, i, d, s0));
+      }
+      if (d > 5_000_000n) calls5++;
     }
-    if (d > 5_000_000n) floorOver5++;
-  }
-  if (sink < 0) console.error(sink);
+    if (sink < 0) console.error(sink);
+    return { longestMs: Number(longestCall) / 1e6, over1: calls1, over5: calls5, calls };
+  };
+  const bare = floor('no-op', false);
+  const built = floor('tuple + no-op', true);
   if (SLOW) process.stderr.write(`  ${name}, calls over 1 ms:\n${slow.map((l) => `    ${l}\n`).join('')}`);
 
   // The mix: every millisecond, rate/1000 operations (80% get, 15% set, 5% expire) on random ids.
@@ -215,10 +231,13 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
     longestAt,
     over1ms: over1,
     over5ms: over5,
-    floorLongestMs: Number(floorLongest) / 1e6,
-    floorOver1ms: floorOver1,
-    floorOver5ms: floorOver5,
-    floorCalls,
+    floorLongestMs: bare.longestMs,
+    floorOver1ms: bare.over1,
+    floorOver5ms: bare.over5,
+    floorCalls: bare.calls,
+    tupleFloorLongestMs: built.longestMs,
+    tupleFloorOver1ms: built.over1,
+    tupleFloorOver5ms: built.over5,
     mixPauseMs: h.max / 1e6,
     mixOps: ops,
   };
@@ -258,6 +277,9 @@ function main(): void {
     'floor: longest no-op call, ms': '-',
     'floor: no-op calls over 1 ms': '-',
     'floor: no-op calls over 5 ms': '-',
+    'floor with the tuple: longest call, ms': '-',
+    'floor with the tuple: calls over 1 ms': '-',
+    'floor with the tuple: calls over 5 ms': '-',
     'longest pause in the mix, ms': '<= 2',
   };
   const rows: Array<[string, (r: Result) => string]> = [
@@ -270,6 +292,9 @@ function main(): void {
     ['floor: longest no-op call, ms', (r) => r.floorLongestMs.toFixed(2)],
     ['floor: no-op calls over 1 ms', (r) => String(r.floorOver1ms)],
     ['floor: no-op calls over 5 ms', (r) => String(r.floorOver5ms)],
+    ['floor with the tuple: longest call, ms', (r) => r.tupleFloorLongestMs.toFixed(2)],
+    ['floor with the tuple: calls over 1 ms', (r) => String(r.tupleFloorOver1ms)],
+    ['floor with the tuple: calls over 5 ms', (r) => String(r.tupleFloorOver5ms)],
     ['longest pause in the mix, ms', (r) => r.mixPauseMs.toFixed(2)],
     ['operations in the mix', (r) => String(r.mixOps)],
   ];
