@@ -7,7 +7,7 @@
 // the process's, V8's and the scheduler's, not the store's; the same floor with the entry's tuple
 // built in the timed part (the caller's garbage, and V8's scavenges of it); and then, with the
 // data loaded, the longest event-loop pause (perf_hooks monitorEventLoopDelay) during a
-// fixed-rate get/set/expire mix.
+// fixed-rate get/set/expire mix, beside V8's longest garbage collection in it.
 //
 //   npm run bench:scale [-- --quick] [-- --entries 10000000 --mix-seconds 10 --rate 100000]
 //                       [-- --only capped-expirationd] [-- --slow]
@@ -18,7 +18,7 @@
 // before and after the call (outside the timed part; Linux only).
 // --quick loads 2M entries. The table shows the issue's goals beside our figures.
 import { spawnSync } from 'node:child_process';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { mkdirSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { renderScaleSvg } from './lib/scale-svg.js';
@@ -40,6 +40,7 @@ type Result = {
   tupleFloorOver1ms: number;
   tupleFloorOver5ms: number;
   mixPauseMs: number;
+  mixGcMs: number;
   mixOps: number;
 };
 
@@ -199,6 +200,12 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
 
   // The mix: every millisecond, rate/1000 operations (80% get, 15% set, 5% expire) on random ids.
   const h = monitorEventLoopDelay({ resolution: 1 });
+  // V8's longest garbage collection during the mix (a pause any JavaScript on the thread pays).
+  let mixGc = 0;
+  const gcs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) mixGc = Math.max(mixGc, e.duration);
+  });
+  gcs.observe({ entryTypes: ['gc'] });
   let ops = 0;
   let next = n;
   const perTick = Math.max(1, Math.round(rate / 1000));
@@ -218,6 +225,7 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
       if (Date.now() >= end) {
         clearInterval(timer);
         h.disable();
+        gcs.disconnect();
         resolve();
       }
     }, 1);
@@ -239,6 +247,7 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
     tupleFloorOver1ms: built.over1,
     tupleFloorOver5ms: built.over5,
     mixPauseMs: h.max / 1e6,
+    mixGcMs: mixGc,
     mixOps: ops,
   };
 }
@@ -281,6 +290,7 @@ function main(): void {
     'floor with the tuple: calls over 1 ms': '-',
     'floor with the tuple: calls over 5 ms': '-',
     'longest pause in the mix, ms': '<= 2',
+    'longest V8 GC in the mix, ms': '-',
   };
   const rows: Array<[string, (r: Result) => string]> = [
     ['ns per insert', (r) => r.loadNs.toFixed(0)],
@@ -296,6 +306,7 @@ function main(): void {
     ['floor with the tuple: calls over 1 ms', (r) => String(r.tupleFloorOver1ms)],
     ['floor with the tuple: calls over 5 ms', (r) => String(r.tupleFloorOver5ms)],
     ['longest pause in the mix, ms', (r) => r.mixPauseMs.toFixed(2)],
+    ['longest V8 GC in the mix, ms', (r) => r.mixGcMs.toFixed(2)],
     ['operations in the mix', (r) => String(r.mixOps)],
   ];
   const head = ['measure', 'goal (ours)', ...results.map((r) => r.name)];
