@@ -27,10 +27,12 @@
 //
 // The next table is allocated ahead, when an insert takes a table of more than kRehashAtOnce
 // slots past 72% load (spare_), sized for the growth at 80%, as address space only (an
-// untouched mapping holds no memory). From 76% load on, the background thread
-// (alloc/background.h) faults its pages in, 2 MiB pages in proportion to the inserts towards 80%
-// (the share of the spare that the load's progress from 76% to 80% calls for, rounded up to the
-// next page), so that the whole spare is asked for before the growth needs it: otherwise the
+// untouched mapping holds no memory). From then on the background thread (alloc/background.h)
+// faults its pages in, 2 MiB pages in proportion to the inserts towards 78% (the share of the
+// spare that the load's progress from 72% to 78% calls for, rounded up to the next page), so
+// that the whole spare is asked for well before the growth needs it at 80% (the thread runs at
+// low priority and may lag; a 76-80% window measured 5-8 ms inserts that faulted pages the
+// thread had not reached yet on these VMs): otherwise the
 // first moves of a migration, scattered over an untouched array, each paid the kernel's zeroing
 // of a 2 MiB huge page in the insert (measured: up to 4 such faults, 2.7 ms, in one insert at 2M
 // tuples). grow() takes the spare when it is large enough (asking for any page not asked for
@@ -57,7 +59,7 @@
 // tuple, two probes for a miss while migrating; an insert's share of a growth is at most
 // kMigrateStep old slots, with their tuples prefetched together. Memory is 8 bytes a slot at a
 // load between 53% and 80%, plus, during a migration, the old array's part not yet moved (its
-// moved pages are given back), plus the spare's pages asked for from 76% load, plus the rounding
+// moved pages are given back), plus the spare's pages asked for from 72% load, plus the rounding
 // of a large table up to whole 2 MiB pages. memory() counts exactly these.
 #pragma once
 
@@ -390,13 +392,13 @@ class HashTable {
     spare_populated_ = spare_bytes_ < kHugePage ? spare_bytes_ : 0;
   }
 
-  // Asks the background thread for the spare's pages that the load calls for: none below 76%,
-  // then, with p the progress of `used` (slots used after this insert) from 76% to 80% of the
+  // Asks the background thread for the spare's pages that the load calls for: none below 72%,
+  // then, with p the progress of `used` (slots used after this insert) from 72% to 78% of the
   // capacity, the first p of the spare rounded up to the next whole 2 MiB page (the pages are all
   // needed at 80%, when the growth starts: a page is asked for as soon as its share of the window
   // begins, so the thread always has the rest of the window).
   void populate_spare(size_t used) {
-    const size_t from = cur_.cap * 19 / 25, to = cur_.cap * 4 / 5;
+    const size_t from = cur_.cap * 18 / 25, to = cur_.cap * 39 / 50;
     if (used <= from) return;
     size_t want = used >= to ? spare_bytes_
                              : static_cast<size_t>(static_cast<unsigned __int128>(spare_bytes_) * (used - from) / (to - from));
