@@ -21,8 +21,9 @@
 // its own operator new allocation, so AddressSanitizer sees each node and injected allocation
 // failures reach every node allocation.
 //
-// reserve(n) makes the next n take() calls infallible: in the pool build by carving chunks until
-// the free list plus the rest of the current chunk hold n blocks, in the CE_TUPLE_MALLOC build by
+// reserve(n) makes the next n take() calls infallible: in the pool build by setting whole chunks
+// aside, untouched, until they, the free list and the rest of the current chunk hold n blocks
+// (take() starts them when the current chunk runs out), in the CE_TUPLE_MALLOC build by
 // allocating n spare blocks ahead. The B+tree uses it so that a rollback never allocates (see
 // btree.h). Every allocation passes fault::point() (alloc/fault.h).
 #pragma once
@@ -93,7 +94,7 @@ class NodePool {
 #ifdef CE_TUPLE_MALLOC
     return spare_.size();
 #else
-    return free_count_ + size_t(end_ - next_) / kBlock;
+    return free_count_ + size_t(end_ - next_) / kBlock + ready_blocks_;
 #endif
   }
 
@@ -110,12 +111,16 @@ class NodePool {
       reserved_ += kBlock;
     }
 #else
+    // Whole chunks, set aside untouched: take() starts them when the current one runs out. A
+    // reserve writes nothing, so the kernel zeroes their pages only if a rollback uses them
+    // (threading them onto the free list wrote every block: a chunk's first reserve of a few
+    // MiB faulted huge pages in, 5-8 ms each on these VMs).
     while (available() < n) {
-      while (next_ != end_) {  // keep the rest of the current chunk: grow() starts a new one
-        give(next_);
-        next_ += kBlock;
-      }
-      grow();
+      fault::point();
+      ready_.reserve(ready_.size() + 1);
+      const Chunk c = new_chunk();
+      ready_.push_back(c);
+      ready_blocks_ += c.bytes / kBlock;
     }
 #endif
   }
@@ -138,7 +143,10 @@ class NodePool {
     chunks_.clear();
     if (next_chunk_ != nullptr) big_free(next_chunk_, kHugePage);
     next_chunk_ = nullptr;
+    next_counted_ = false;
     populate_at_ = nullptr;
+    ready_.clear();
+    ready_blocks_ = 0;
     free_ = nullptr;
     free_count_ = 0;
     next_ = end_ = nullptr;
@@ -159,7 +167,21 @@ class NodePool {
   };
   static constexpr size_t kFirstChunk = 4096;
 
+  // Starts the next chunk: one that reserve() set aside, or a new one. REQUIRES: next_ == end_.
   void grow() {
+    if (!ready_.empty()) {
+      const Chunk c = ready_.back();
+      ready_.pop_back();
+      ready_blocks_ -= c.bytes / kBlock;
+      start(c);
+      return;
+    }
+    start(new_chunk());
+  }
+
+  // Allocates the next chunk (in chunks_, counted in reserved()) without starting it. Throws
+  // std::bad_alloc with nothing changed.
+  Chunk new_chunk() {
     const size_t bytes = chunks_.empty() ? kFirstChunk : std::min(kHugePage, chunks_.back().bytes * 2);
     fault::point();
     chunks_.reserve(chunks_.size() + 1);
@@ -169,7 +191,6 @@ class NodePool {
       // This chunk is the one allocated ahead (or a new one), and the next is allocated now, as
       // address space: either allocation may throw, with nothing changed. reserved() already
       // counts the one ahead if its pages were asked for.
-      const bool counted = next_chunk_ != nullptr && populate_at_ == nullptr;
       p = next_chunk_ != nullptr ? next_chunk_ : big_calloc(bytes);
       void* next;
       try {
@@ -178,9 +199,9 @@ class NodePool {
         if (p != next_chunk_) big_free(p, bytes);
         throw;
       }
-      if (counted) added = 0;
+      if (p == next_chunk_ && next_counted_) added = 0;
       next_chunk_ = next;
-      populate_at_ = static_cast<uint8_t*>(p) + kHugePage / kBlock * 3 / 4 * kBlock;
+      next_counted_ = false;
     } else {
       fault::point();
       p = ::operator new(bytes);
@@ -192,20 +213,35 @@ class NodePool {
           ::operator delete(p);
           throw;
         }
-        populate_at_ = static_cast<uint8_t*>(p) + bytes / kBlock * 3 / 4 * kBlock;
+        next_counted_ = false;
       }
     }
     chunks_.push_back(Chunk{p, bytes});
-    next_ = static_cast<uint8_t*>(p);
-    end_ = next_ + bytes / kBlock * kBlock;
     reserved_ += added;
+    return Chunk{p, bytes};
   }
-  // Asks the background thread for the pages of the chunk ahead; reserved() counts it from now.
+
+  // Carves blocks from c from now on; three quarters of the way through, take() asks for the
+  // pages of the chunk that comes after it (populate_next), if that one is a 2 MiB chunk.
+  void start(const Chunk& c) {
+    next_ = static_cast<uint8_t*>(c.p);
+    end_ = next_ + c.bytes / kBlock * kBlock;
+    const bool huge_next = !ready_.empty() ? ready_.back().bytes >= kHugePage : next_chunk_ != nullptr && !next_counted_;
+    populate_at_ = huge_next ? next_ + c.bytes / kBlock * 3 / 4 * kBlock : nullptr;
+  }
+
+  // Asks the background thread for the pages of the chunk take() starts next: the last one
+  // reserve() set aside (counted already), or the one allocated ahead (counted from now).
   void populate_next() {
-    if (populate_at_ == nullptr) return;
+    populate_at_ = nullptr;
+    if (!ready_.empty()) {
+      if (ready_.back().bytes >= kHugePage) background::populate(ready_.back().p, ready_.back().bytes);
+      return;
+    }
+    if (next_chunk_ == nullptr || next_counted_) return;
     background::populate(next_chunk_, kHugePage);
     reserved_ += kHugePage;
-    populate_at_ = nullptr;
+    next_counted_ = true;
   }
   static void free_chunk(const Chunk& c) {
     if (c.bytes >= kHugePage) big_free(c.p, c.bytes);
@@ -214,7 +250,10 @@ class NodePool {
 
   std::vector<Chunk> chunks_;
   void* next_chunk_ = nullptr;  // the next 2 MiB chunk, allocated ahead (pool build)
-  uint8_t* populate_at_ = nullptr;  // where take() asks for next_chunk_'s pages; null once asked
+  bool next_counted_ = false;   // its pages were asked for (reserved() counts it)
+  uint8_t* populate_at_ = nullptr;  // where take() asks for the next chunk's pages; null once asked
+  std::vector<Chunk> ready_;    // whole chunks reserve() set aside, untouched; take() starts the last
+  size_t ready_blocks_ = 0;     // the blocks in ready_
   FreeBlock* free_ = nullptr;
   size_t free_count_ = 0;
 #ifdef CE_TUPLE_MALLOC
