@@ -161,7 +161,8 @@ class Worker {
  private:
   // REQUIRES: mu_ held.
   size_t pending_locked() const {
-    return populates_.count + releases_.count + (populating_.len != 0 ? 1 : 0) + (releasing_ ? 1 : 0);
+    const size_t running = (populating_.len != 0 ? 1 : 0) + (releasing_ ? 1 : 0);
+    return populates_.count + releases_.count + running;
   }
 
   // Waits until the running populate, if any, no longer overlaps r. REQUIRES: mu_ held by lock.

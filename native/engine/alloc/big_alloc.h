@@ -77,7 +77,8 @@ inline void* big_calloc(size_t bytes, bool ahead = false) {
     // the first fault is a 4 KiB page of the slack about to be unmapped (never inside a whole
     // 2 MiB block of the mapping, so never a huge page); the array's faults then take only
     // the mapping's own lock.
-    *reinterpret_cast<volatile uint8_t*>((raw_end & (kHugePage - 1)) != 0 ? raw_end - kSmallPage : base) = 0;
+    const uintptr_t first = (raw_end & (kHugePage - 1)) != 0 ? raw_end - kSmallPage : base;
+    *reinterpret_cast<volatile uint8_t*>(first) = 0;
     if (start > base) munmap(raw, start - base);
     if (raw_end > tail) munmap(reinterpret_cast<void*>(tail), raw_end - tail);
     madvise(reinterpret_cast<void*>(start), len, MADV_HUGEPAGE);

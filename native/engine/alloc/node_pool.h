@@ -12,10 +12,11 @@
 // was cleared or emptied) or the pool's destruction; reserved() counts every chunk.
 //
 // From the last chunk under 2 MiB on, the pool keeps the next 2 MiB one allocated ahead
-// (next_chunk_) as address space only (an untouched mapping holds no memory); when three quarters of the current chunk
-// are carved (populate_at_: 1,024 nodes before it is needed) the background thread
-// (background.h) faults its pages in, so that no take() pays the kernel's zeroing of a fresh huge
-// page. reserved() counts that chunk from the moment its pages were asked for.
+// (next_chunk_) as address space only (an untouched mapping holds no memory); when three
+// quarters of the current chunk are carved (populate_at_: 1,024 nodes before it is needed) the
+// background thread (background.h) faults in the pages of the chunk take() starts next (that one,
+// or one that reserve() set aside), so that no take() pays the kernel's zeroing of a fresh huge
+// page. reserved() counts the chunk ahead from the moment its pages were asked for.
 //
 // Built with CE_TUPLE_MALLOC (the sanitizer build and the native stress test), every block is
 // its own operator new allocation, so AddressSanitizer sees each node and injected allocation
@@ -226,7 +227,8 @@ class NodePool {
   void start(const Chunk& c) {
     next_ = static_cast<uint8_t*>(c.p);
     end_ = next_ + c.bytes / kBlock * kBlock;
-    const bool huge_next = !ready_.empty() ? ready_.back().bytes >= kHugePage : next_chunk_ != nullptr && !next_counted_;
+    const bool huge_next =
+        !ready_.empty() ? ready_.back().bytes >= kHugePage : next_chunk_ != nullptr && !next_counted_;
     populate_at_ = huge_next ? next_ + c.bytes / kBlock * 3 / 4 * kBlock : nullptr;
   }
 
@@ -235,7 +237,8 @@ class NodePool {
   void populate_next() {
     populate_at_ = nullptr;
     if (!ready_.empty()) {
-      if (ready_.back().bytes >= kHugePage) background::populate(ready_.back().p, ready_.back().bytes);
+      const Chunk& c = ready_.back();
+      if (c.bytes >= kHugePage) background::populate(c.p, c.bytes);
       return;
     }
     if (next_chunk_ == nullptr || next_counted_) return;
@@ -252,7 +255,7 @@ class NodePool {
   void* next_chunk_ = nullptr;  // the next 2 MiB chunk, allocated ahead (pool build)
   bool next_counted_ = false;   // its pages were asked for (reserved() counts it)
   uint8_t* populate_at_ = nullptr;  // where take() asks for the next chunk's pages; null once asked
-  std::vector<Chunk> ready_;    // whole chunks reserve() set aside, untouched; take() starts the last
+  std::vector<Chunk> ready_;    // chunks reserve() set aside, untouched; take() starts the last
   size_t ready_blocks_ = 0;     // the blocks in ready_
   FreeBlock* free_ = nullptr;
   size_t free_count_ = 0;
