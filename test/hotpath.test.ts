@@ -1,12 +1,13 @@
 // The read/update hot path: the JavaScript decoder of small flat tuples (codec.ts decodeFlat)
-// must give what msgpackr gives, and update() with one numeric operation (the addon's
+// must give what msgpackr gives, its encoder (encodeFlat, behind packRange) must write the very
+// bytes msgpackr writes, and update() with one numeric operation (the addon's
 // updateNumber, plain arguments) must do and refuse exactly what the packed-Buffer path does.
 // bench:space's floor under them (native.testing.floorTuple) must write what a get() would.
 import { describe, expect, it } from 'vitest';
 import { Packr, Unpackr } from 'msgpackr';
 import { CappedError, Space, type Tuple } from '../src/index.js';
 import { handleOf } from '../src/space/space.js';
-import { decodeOne, scratchBuffer } from '../src/native/codec.js';
+import { decodeOne, packRange, scratchBuffer } from '../src/native/codec.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from '../src/space/update.js';
 import { mulberry32 } from '../bench/lib/random.js';
 
@@ -64,6 +65,46 @@ describe('decoding a returned tuple', () => {
       if (fields < 15 && tuple.every((v) => typeof v === 'number' || v === null || typeof v === 'boolean')) flat++;
     }
     expect(flat).toBeGreaterThan(50);  // the flat path ran, not only the msgpackr one
+  });
+
+  it(`packs tuples into the very bytes msgpackr writes, on the flat path and off it (seed ${SEED})`, () => {
+    const rand = mulberry32(SEED + 1);
+    const flatOut = packRange([1]);  // the flat encoder's own Buffer (msgpackr's is another)
+    let flat = 0;
+    for (let id = 0; id < 5000; id++) {
+      const fields = Math.floor(rand() * 18);
+      const tuple: unknown[] = [];
+      for (let f = 0; f < fields; f++) tuple.push(rand() < 0.1 ? Math.floor(rand() * 2 ** 33) - 2 ** 32 : value(rand));
+      const r = packRange(tuple);
+      const got = Buffer.from(r.subarray(r.start, r.end));
+      const expected = packr.pack(tuple);
+      if (!got.equals(expected)) throw new Error(`seed ${SEED}, tuple ${id} ${JSON.stringify(tuple, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))}: ${got.toString('hex')} != ${expected.toString('hex')}`);
+      const flatShape = fields < 16 && tuple.every((v) => typeof v === 'number' || v === null || typeof v === 'boolean' ||
+        (typeof v === 'string' && v.length < 32 && /^[\x00-\x7f]*$/.test(v)));
+      expect(r === flatOut, `tuple ${id}: flat path taken`).toBe(flatShape);
+      if (r === flatOut) flat++;
+    }
+    expect(flat).toBeGreaterThan(200);  // the flat encoder ran, not only msgpackr
+    // The edges one by one: every integer width and sign, -0, NaN, the infinities, 31 and 32
+    // characters, a non-ASCII character, 15 and 16 fields.
+    const edges: unknown[][] = [...NUMBERS.map((v) => [v]), [NaN], [Number.MAX_VALUE], ['x'.repeat(31)], ['x'.repeat(32)],
+      ['\u007f'], ['\u0080'], Array.from({ length: 15 }, (_, i) => i * 1000), Array.from({ length: 16 }, (_, i) => i), [],
+      [null, true, false], [undefined], [1, , 3]];  // eslint-disable-line no-sparse-arrays
+    for (const t of edges) {
+      const r = packRange(t);
+      expect(Buffer.from(r.subarray(r.start, r.end)).toString('hex'), JSON.stringify(t)).toBe(packr.pack(t).toString('hex'));
+    }
+  });
+
+  it('a getter inside a flat tuple that calls the space meets the same refusal as on the msgpackr path', () => {
+    const space = new Space('flat_getter');
+    space.createIndex('pk', { type: 'HASH', parts: [{ field: 1, type: 'unsigned' }] });
+    const tuple: unknown[] = [1, 'a'];
+    Object.defineProperty(tuple, 1, { get: () => { space.insert([2, 'b']); return 'a'; }, enumerable: true });
+    expect(() => space.insert(tuple)).toThrow(expect.objectContaining({ code: 'ER_ILLEGAL_PARAMS' }));
+    expect(space.len()).toBe(0);
+    space.insert([3, 'c']);  // the guard was released
+    expect(space.get(3)).toEqual([3, 'c']);
   });
 
   it('falls back to msgpackr for bytes it does not take, and for trailing bytes', () => {
