@@ -1,6 +1,7 @@
-// MessagePack at the boundary: tuples and keys are packed here with msgpackr, and what the
-// addon returns is unpacked here. Reads land in one reusable scratch Buffer (the addon returns
-// the byte count) unless they are larger, in which case the addon returns a fresh Buffer.
+// MessagePack at the boundary: tuples and keys are packed here with msgpackr (small flat tuples
+// by encodeFlat, into the same bytes), and what the addon returns is unpacked here. Reads land in
+// one reusable scratch Buffer (the addon returns the byte count) unless they are larger, in which
+// case the addon returns a fresh Buffer.
 import { Packr, REUSE_BUFFER_MODE, Unpackr } from 'msgpackr';
 import type { NativeKey, NativeResult } from './loader.js';
 import { CappedError, type ErrorCode } from '../errors.js';
