@@ -49,6 +49,29 @@ let packing = false;
 // Anything else returns undefined, having written nothing that counts, and goes to msgpackr.
 // It runs inside encode(), so a getter that calls the space meets the same refusal.
 const flatOut = Buffer.allocUnsafeSlow(1 + 15 * 32) as PackedRange;
+
+/**
+ * Writes a number at b[p] as msgpackr does (unsigned 32-bit integers, and -0, as uint; negative
+ * 32-bit ones as int; everything else as float64) and returns the position after it.
+ */
+export function writeNumber(b: Buffer, p: number, v: number): number {
+  if (v >>> 0 === v) {
+    if (v < 0x80) b[p++] = v;
+    else if (v < 0x100) { b[p++] = 0xcc; b[p++] = v; }
+    else if (v < 0x10000) { b[p++] = 0xcd; b.writeUInt16BE(v, p); p += 2; }
+    else { b[p++] = 0xce; b.writeUInt32BE(v, p); p += 4; }
+  } else if (v >> 0 === v) {
+    if (v >= -0x20) b[p++] = v & 0xff;
+    else if (v >= -0x80) { b[p++] = 0xd0; b.writeInt8(v, p); p += 1; }
+    else if (v >= -0x8000) { b[p++] = 0xd1; b.writeInt16BE(v, p); p += 2; }
+    else { b[p++] = 0xd2; b.writeInt32BE(v, p); p += 4; }
+  } else {
+    b[p++] = 0xcb;
+    b.writeDoubleBE(v, p);
+    p += 8;
+  }
+  return p;
+}
 flatOut.start = 0;
 
 function encodeFlat(value: unknown): PackedRange | undefined {
@@ -61,23 +84,7 @@ function encodeFlat(value: unknown): PackedRange | undefined {
   for (let i = 0; i < n; i++) {
     const v: unknown = value[i];
     if (typeof v === 'number') {
-      // msgpackr's choices: unsigned 32-bit integers (and -0) as uint, negative 32-bit ones as
-      // int, everything else as float64.
-      if (v >>> 0 === v) {
-        if (v < 0x80) b[p++] = v;
-        else if (v < 0x100) { b[p++] = 0xcc; b[p++] = v; }
-        else if (v < 0x10000) { b[p++] = 0xcd; b[p++] = v >> 8; b[p++] = v & 0xff; }
-        else { b[p++] = 0xce; b.writeUInt32BE(v, p); p += 4; }
-      } else if (v >> 0 === v) {
-        if (v >= -0x20) b[p++] = 0x100 + v;
-        else if (v >= -0x80) { b[p++] = 0xd0; b[p++] = v + 0x100; }
-        else if (v >= -0x8000) { b[p++] = 0xd1; b.writeInt16BE(v, p); p += 2; }
-        else { b[p++] = 0xd2; b.writeInt32BE(v, p); p += 4; }
-      } else {
-        b[p++] = 0xcb;
-        b.writeDoubleBE(v, p);
-        p += 8;
-      }
+      p = writeNumber(b, p, v);
     } else if (typeof v === 'string') {
       const len = v.length;
       if (len >= 32) return undefined;

@@ -2,6 +2,7 @@
 // addon checks everything again (native/engine/update.h) and applies them in one call.
 import { CappedError } from '../errors.js';
 import { describe } from '../validate.js';
+import { writeNumber } from '../native/codec.js';
 
 /** Tarantool's update operators. */
 export type UpdateOperator = '=' | '+' | '-' | '&' | '|' | '^' | '!' | '#' | ':';
@@ -98,21 +99,7 @@ export function packOpsFast(ops: UpdateOp[]): number {
     for (let k = 1; k < op.length; k++) {
       const v = op[k];
       if (typeof v === 'number') {
-        if (Number.isInteger(v) && v >= -0x80000000 && v < 0x100000000) {
-          if (v >= 0) {
-            if (v < 0x80) b[p++] = v;
-            else if (v < 0x100) { b[p++] = 0xcc; b[p++] = v; }
-            else if (v < 0x10000) { b[p++] = 0xcd; b.writeUInt16BE(v, p); p += 2; }
-            else { b[p++] = 0xce; b.writeUInt32BE(v, p); p += 4; }
-          } else if (v >= -32) b[p++] = v & 0xff;
-          else if (v >= -0x80) { b[p++] = 0xd0; b.writeInt8(v, p); p += 1; }
-          else if (v >= -0x8000) { b[p++] = 0xd1; b.writeInt16BE(v, p); p += 2; }
-          else { b[p++] = 0xd2; b.writeInt32BE(v, p); p += 4; }
-        } else {
-          b[p++] = 0xcb;
-          b.writeDoubleBE(v, p);
-          p += 8;
-        }
+        p = writeNumber(b, p, v);
       } else if (typeof v === 'string') {
         if (v.length > 10 || !(v as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
         const n = b.write(v, p + 1, 'utf8');
