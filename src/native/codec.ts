@@ -42,14 +42,6 @@ function wellFormed(value: unknown, depth: number): boolean {
 // bytes. So packing refuses to nest.
 let packing = false;
 
-// The common tuple, encoded without msgpackr (the counterpart of decodeFlat below, and about a
-// third of the garbage: msgpackr's pack allocates on every call): an array of fewer than 16
-// fields that are numbers, null, booleans and ASCII strings of fewer than 32 characters, in
-// exactly the bytes msgpackr writes (test/hotpath.test.ts compares them on seeded tuples).
-// Anything else returns undefined, having written nothing that counts, and goes to msgpackr.
-// It runs inside encode(), so a getter that calls the space meets the same refusal.
-const flatOut = Buffer.allocUnsafeSlow(1 + 15 * 32) as PackedRange;
-
 /**
  * Writes a number at b[p] as msgpackr does (unsigned 32-bit integers, and -0, as uint; negative
  * 32-bit ones as int; everything else as float64) and returns the position after it.
@@ -72,6 +64,14 @@ export function writeNumber(b: Buffer, p: number, v: number): number {
   }
   return p;
 }
+
+// The common tuple, encoded without msgpackr (the counterpart of decodeFlat below: faster, and
+// without the garbage msgpackr's pack makes on every call): an array of fewer than 16
+// fields that are numbers, null, booleans and ASCII strings of fewer than 32 characters, in
+// exactly the bytes msgpackr writes (test/hotpath.test.ts compares them on seeded tuples).
+// Anything else returns undefined, having written nothing that counts, and goes to msgpackr.
+// It runs inside encode(), so a getter that calls the space meets the same refusal.
+const flatOut = Buffer.allocUnsafeSlow(1 + 15 * 32) as PackedRange;
 flatOut.start = 0;
 
 function encodeFlat(value: unknown): PackedRange | undefined {
