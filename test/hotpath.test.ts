@@ -107,6 +107,26 @@ describe('decoding a returned tuple', () => {
     expect(space.get(3)).toEqual([3, 'c']);
   });
 
+  it('a Proxy tuple goes through the flat path with its traps guarded: a benign one is stored as read, one that calls the space is refused', () => {
+    const space = new Space('flat_proxy');
+    space.createIndex('pk', { type: 'HASH', parts: [{ field: 1, type: 'unsigned' }] });
+    space.insert(new Proxy([1, 'a', 7], {}));
+    expect(space.get(1)).toEqual([1, 'a', 7]);
+    const hostile = new Proxy([2, 'b'], {
+      get(target, key, receiver) {
+        if (key === '1') space.insert([3, 'c']);
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    expect(() => space.insert(hostile)).toThrow(expect.objectContaining({ code: 'ER_ILLEGAL_PARAMS' }));
+    expect(space.len()).toBe(1);  // neither the outer nor the nested tuple was stored
+    const throwing = new Proxy([4, 'd'], { get: (t, k) => { if (k === '1') throw new Error('trap'); return Reflect.get(t, k); } });
+    expect(() => space.insert(throwing)).toThrow();
+    expect(space.len()).toBe(1);
+    space.insert([5, 'e']);  // the guard was released each time
+    expect(space.get(5)).toEqual([5, 'e']);
+  });
+
   it('falls back to msgpackr for bytes it does not take, and for trailing bytes', () => {
     const scratch = scratchBuffer();
     const cases: unknown[][] = [[1, 2 ** 40], [1, 0.1], ['é'], [[1]], Array.from({ length: 16 }, (_, i) => i), [1, 'x'.repeat(40)]];
