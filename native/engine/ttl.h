@@ -92,6 +92,8 @@ class Now {
   Now() = default;
   Now(double fixed) : at_(fixed) {}  // NOLINT(google-explicit-constructor): a number is a given now
 
+  // The wall clock: its coarse reading is kept in whole ms, and the double a TTL compares with
+  // is made only for a TTL that needs it (see expired()), so that a read pays no division.
   static Now wall(WallClockUnit unit) {
 #ifdef CLOCK_REALTIME_COARSE
     Now n;
@@ -99,8 +101,7 @@ class Now {
     n.exact_ = false;
     timespec ts;
     clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-    const double ms = double(int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000);
-    n.at_ = unit == WallClockUnit::kMillis ? ms : ms / 1000;
+    n.coarse_ms_ = int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
     return n;
 #else
     return Now(wall_clock_now(unit));
@@ -108,7 +109,7 @@ class Now {
   }
 
   // Whether reads at this now hide expired tuples.
-  bool checks() const { return !std::isnan(at_); }
+  bool checks() const { return !exact_ || !std::isnan(at_); }
 
   // Whether the tuple is expired at this now: its TTL field is a number <= now.
   // REQUIRES: checks(); `tuple` is a validated MessagePack array.
@@ -116,9 +117,22 @@ class Now {
     const uint8_t* ttl = mp::field(tuple, fieldno);
     if (ttl == nullptr) return false;
     if (exact_) return ttl_value_le(ttl, at_);
-    if (ttl_value_le(ttl, at_)) return true;  // <= the coarse time, so <= the exact one
-    if (!ttl_value_le(ttl, at_ + (unit_ == WallClockUnit::kMillis ? kCoarseMargin * 1000 : kCoarseMargin)))
-      return false;
+    uint64_t u;
+    if (unsigned_ttl(ttl, &u)) {
+      // An unsigned integer TTL against the coarse time, in integers. In ms the coarse time is
+      // the integer coarse_ms_. In s it is coarse_ms_ / 1000, between c = floor(coarse_ms_ /
+      // 1000) and c + 1: an integer u is at most it exactly when u <= c (then u * 1000 <=
+      // coarse_ms_), and u > c + 61 is more than the margin past it.
+      const bool ms = unit_ == WallClockUnit::kMillis;
+      const uint64_t coarse = ms ? uint64_t(coarse_ms_) : uint64_t(coarse_ms_) / 1000;
+      if (u <= coarse) return true;  // <= the coarse time, so <= the exact one
+      if (u > coarse + (ms ? uint64_t(kCoarseMargin) * 1000 : uint64_t(kCoarseMargin) + 1)) return false;
+    } else {
+      const double coarse = value();
+      if (ttl_value_le(ttl, coarse)) return true;
+      if (!ttl_value_le(ttl, coarse + (unit_ == WallClockUnit::kMillis ? kCoarseMargin * 1000 : kCoarseMargin)))
+        return false;
+    }
     at_ = wall_clock_now(unit_);
     exact_ = true;
     return ttl_value_le(ttl, at_);
@@ -126,12 +140,30 @@ class Now {
 
   // The time this now compares with: the given one, or the wall clock's (the coarse reading
   // until the exact clock was read).
-  double value() const { return at_; }
+  double value() const {
+    if (exact_) return at_;
+    const double ms = double(coarse_ms_);
+    return unit_ == WallClockUnit::kMillis ? ms : ms / 1000;
+  }
 
  private:
+  // An unsigned integer TTL (any unsigned encoding, positive fixint included) into *out.
+  static bool unsigned_ttl(const uint8_t* ttl, uint64_t* out) {
+    const uint8_t c = *ttl;
+    if (c <= 0x7f) { *out = c; return true; }
+    switch (c) {
+      case 0xce: *out = mp::load32(ttl + 1); return true;
+      case 0xcf: *out = mp::load64(ttl + 1); return true;
+      case 0xcd: *out = mp::load16(ttl + 1); return true;
+      case 0xcc: *out = ttl[1]; return true;
+      default: return false;
+    }
+  }
+
   mutable double at_ = kNoTtlCheck;
   mutable bool exact_ = true;  // at_ is the time itself (given, or the exact clock once read)
   WallClockUnit unit_ = WallClockUnit::kMillis;
+  int64_t coarse_ms_ = 0;  // the coarse clock's reading, while !exact_
 };
 
 }  // namespace ce

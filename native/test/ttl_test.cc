@@ -117,6 +117,12 @@ int main() {
           ttls.push_back(before + k * scale + d * tick);
           ttls.push_back(before - k * scale + d * tick);
         }
+      // Whole seconds (and whole ms) around the time and the margin: the integer paths.
+      for (double k : {0.0, ce::Now::kCoarseMargin})
+        for (double d : {-2.0, -1.0, 0.0, 1.0, 2.0}) {
+          ttls.push_back(std::floor(before) + k * scale + d);
+          ttls.push_back(std::floor(before) - k * scale + d);
+        }
       std::vector<int> got;
       for (double v : ttls) {
         const std::string tf = tuple([&](Mp& m) { m.f64(v); });
