@@ -167,7 +167,15 @@ inline const uint8_t* field(const uint8_t* array, uint32_t fieldno) {
   const uint8_t* p = array;
   const uint32_t count = read_array(&p);
   if (fieldno >= count) return nullptr;
-  for (uint32_t i = 0; i < fieldno; i++) p = next(p);
+  for (uint32_t i = 0; i < fieldno; i++) {
+    // The usual fields skipped here, without a call: fixints, short strings, 32- and 64-bit numbers.
+    const uint8_t c = *p;
+    if (c <= 0x7f || c >= 0xe0) p += 1;
+    else if ((c & 0xe0) == 0xa0) p += 1 + (c & 0x1f);
+    else if (c == 0xce || c == 0xca || c == 0xd2) p += 5;
+    else if (c == 0xcb || c == 0xcf || c == 0xd3) p += 9;
+    else p = next(p);
+  }
   return p;
 }
 

@@ -31,7 +31,7 @@ inline bool remove(ce::Space& s, uint64_t id) {
 }
 
 inline uint64_t id_of(const ce::Tuple* t) {
-  ce::mp::Num n;
+  ce::mp::Num n{};
   ce::mp::read_num(ce::mp::field(t->data(), 0), &n);
   return n.u;
 }
