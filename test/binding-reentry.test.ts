@@ -510,6 +510,16 @@ describe('handles that are not what they claim', () => {
     }
   });
 
+  it('createSpace takes a wallClock only as a boolean and only with a ttlField', () => {
+    const create = native.createSpace as (...args: unknown[]) => unknown;
+    expect(codeOf(() => create('w', 1024, undefined, undefined, undefined, undefined, true))).toBe('ER_ILLEGAL_PARAMS');
+    for (const bad of [1, 's', {}, null, new Proxy({}, {})]) {
+      expect(codeOf(() => create('w', 1024, 1, undefined, undefined, undefined, bad)), String(bad)).toBe('ER_ILLEGAL_PARAMS');
+    }
+    expect(create('w', 1024, 1, undefined, undefined, undefined, false)).toBeDefined();
+    expect(create('w', 1024, 1, undefined, undefined, undefined, undefined)).toBeDefined();
+  });
+
   it('the native handle is not reachable from a SpaceHandle', () => {
     const { h } = fixture();
     expect(Reflect.ownKeys(h)).toEqual([]);

@@ -193,6 +193,34 @@ describe('reads hide expired tuples', () => {
     ms.insert([3, sec + 10]);  // seconds in an 'ms' space: long past
     expect(ms.select().map((t) => t[0])).toEqual([2]);
   });
+  test('on the wall clock (which the addon reads, no now passed) every read and iterator hides expired tuples', () => {
+    for (const unit of ['s', 'ms'] as const) {
+      const scale = unit === 's' ? 1 : 1000;
+      const space = new Space(`wall-${unit}`, { ttl: { field: 3, unit } });
+      space.createIndex('pk', { type: 'HASH', parts: [[1, 'unsigned']] });
+      space.createIndex('exp', { type: 'TREE', unique: false, parts: [[3, 'number']] });
+      space.createIndex('name', { type: 'TREE', parts: [[2, 'string']] });
+      const now = Date.now() / 1000;
+      // Whole and fractional TTLs, past and future, near now and beyond the coarse clock's margin.
+      const ttls = [now - 3600, Math.floor(now) - 2, now - 1, now + 3600, Math.floor(now) + 7200, now + 120];
+      ttls.forEach((t, i) => space.insert([i + 1, `n${i + 1}`, unit === 's' ? t : Math.round(t * scale)]));
+      const live = [4, 5, 6];
+      const dead = [1, 2, 3];
+      for (const id of live) expect(space.get(id)?.[0], `${unit} get ${id}`).toBe(id);
+      for (const id of dead) expect(space.get(id), `${unit} get ${id}`).toBeUndefined();
+      for (const id of dead) expect(space.index.name.get(`n${id}`), `${unit} name ${id}`).toBeUndefined();
+      expect(space.select().map((t) => t[0]).sort(), unit).toEqual(live);
+      expect(space.index.exp.select().map((t) => t[0]), unit).toEqual([6, 4, 5]);
+      expect(space.count(), unit).toBe(3);
+      expect(space.index.exp.count(), unit).toBe(3);
+      expect(space.index.exp.min()?.[0], unit).toBe(6);
+      expect(space.index.exp.max()?.[0], unit).toBe(5);
+      expect([...space.index.name.pairs()].map((t) => t[0]), unit).toEqual(live);
+      expect([...space.pairs()].map((t) => t[0]).sort(), unit).toEqual(live);
+      expect(space.len(), unit).toBe(6);  // len() counts what is stored
+      space.drop();
+    }
+  });
 });
 
 describe('writes on a TTL space', () => {

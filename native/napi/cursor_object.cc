@@ -83,13 +83,13 @@ Scan& CursorObject::scan() {
   return *scan_;
 }
 
-// next(scratch, now?): with now (a TTL space's pairs(), see now_arg), skips the tuples expired
-// at now.
+// next(scratch, now?): with now (a TTL space's pairs(), see SpaceObject::read_now), skips the
+// tuples expired at now.
 napi_value CursorObject::next(napi_env env, napi_callback_info info) {
   return guard(env, [&]() -> napi_value {
     const Args args(env, info, 0);
-    const Now now = now_arg(args, 1);
     CursorObject* self = from_this(args);
+    const Now now = self->owner_->read_now(args, 1);
     Cursor& c = self->scan().cursor();
     Tuple* t = self->owner_->space().next_visible(c, now);
     c.detach();  // before anything can fail: t stays readable until control returns to JavaScript

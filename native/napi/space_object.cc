@@ -177,9 +177,11 @@ void SpaceObject::register_functions(napi_env env, napi_value exports, AddonData
   check(napi_define_properties(env, exports, 2, exported));
 }
 
-// createSpace(name, maxTupleSize, ttlField?, maxTuples?, maxBytes?, evict?): a new space's
-// handle; ttlField is 0-based; maxTuples/maxBytes: positive integers or Infinity (no cap);
-// evict: onFull 'evictExpiring' (see Space for what the engine refuses).
+// createSpace(name, maxTupleSize, ttlField?, maxTuples?, maxBytes?, evict?, wallClock?): a new
+// space's handle; ttlField is 0-based; maxTuples/maxBytes: positive integers or Infinity (no cap);
+// evict: onFull 'evictExpiring' (see Space for what the engine refuses); wallClock (with a
+// ttlField only): the reads' default clock is the wall clock, in seconds when true and in
+// milliseconds when false (see read_now).
 napi_value SpaceObject::create_space(napi_env env, napi_callback_info info) {
   return guard(env, [&]() -> napi_value {
     const Args args(env, info, 0);
@@ -195,8 +197,14 @@ napi_value SpaceObject::create_space(napi_env env, napi_callback_info info) {
     if (args.length() > 3 && !args.is_undefined(3)) caps.max_tuples = args.count(3, "maxTuples");
     if (args.length() > 4 && !args.is_undefined(4)) caps.max_bytes = args.count(4, "maxBytes");
     if (args.length() > 5 && !args.is_undefined(5)) caps.evict = args.boolean(5, "evict");
+    WallClockUnit wall;
+    const bool has_wall = args.length() > 6 && !args.is_undefined(6);
+    if (has_wall) {
+      wall = args.boolean(6, "wallClock") ? WallClockUnit::kSeconds : WallClockUnit::kMillis;
+      if (ttl_field == kNoTtlField) throw bad_arg("wallClock", "given only with a ttlField");
+    }
     AddonData* data = args.data();
-    auto self = std::make_unique<SpaceObject>(name, max, ttl_field, caps);
+    auto self = std::make_unique<SpaceObject>(name, max, ttl_field, caps, has_wall ? &wall : nullptr);
     napi_value ext;
     data->holders++;
     const napi_status made = napi_create_external(env, self.get(), finalize, data, &ext);
@@ -220,8 +228,12 @@ void SpaceObject::finalize(napi_env env, void* ptr, void* hint) {
   release(data);
 }
 
-SpaceObject::SpaceObject(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno, SpaceCaps caps)
-    : space_(std::make_unique<Space>(name, max_tuple_size, ttl_fieldno, caps)), name_(std::move(name)) {}
+SpaceObject::SpaceObject(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno, SpaceCaps caps,
+                         const WallClockUnit* wall)
+    : space_(std::make_unique<Space>(name, max_tuple_size, ttl_fieldno, caps)),
+      name_(std::move(name)),
+      has_wall_(wall != nullptr),
+      wall_(wall != nullptr ? *wall : WallClockUnit::kMillis) {}
 
 Space& SpaceObject::space() {
   if (!space_) throw DbError(err::kSpaceDropped, "Space '" + name_ + "' was dropped");
@@ -311,7 +323,7 @@ napi_value SpaceObject::get(const Args& args) {
   Deferred early, later;
   const uint32_t id = early([&] { return args.u32(0, "index"); });
   const KeyArg key = later([&] { return key_arg(args, 1); });
-  const Now now = later([&] { return now_arg(args, 3); });
+  const Now now = later([&] { return read_now(args, 3); });
   Space& s = space();
   early.rethrow();
   s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
@@ -339,7 +351,7 @@ napi_value SpaceObject::select(const Args& args) {
   const IterType type = later([&] { return iter_arg(args, 2); });
   const uint64_t limit = later([&] { return args.count(3, "limit"); });
   const uint64_t offset = later([&] { return args.count(4, "offset"); });
-  const Now now = later([&] { return now_arg(args, 6); });
+  const Now now = later([&] { return read_now(args, 6); });
   Space& s = space();
   early.rethrow();
   s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
@@ -355,7 +367,7 @@ napi_value SpaceObject::count(const Args& args) {
   const uint32_t id = early([&] { return args.u32(0, "index"); });
   const KeyArg key = later([&] { return key_arg(args, 1); });
   const IterType type = later([&] { return iter_arg(args, 2); });
-  const Now now = later([&] { return now_arg(args, 3); });
+  const Now now = later([&] { return read_now(args, 3); });
   Space& s = space();
   early.rethrow();
   s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors
@@ -369,7 +381,7 @@ napi_value SpaceObject::minmax(const Args& args) {
   const uint32_t id = early([&] { return args.u32(0, "index"); });
   const KeyArg key = later([&] { return key_arg(args, 1); });
   const bool max = later([&] { return args.boolean(2, "max"); });
-  const Now now = later([&] { return now_arg(args, 4); });
+  const Now now = later([&] { return read_now(args, 4); });
   Space& s = space();
   early.rethrow();
   s.index(id);  // ER_NO_SUCH_INDEX before the other arguments' errors

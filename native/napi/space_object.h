@@ -40,8 +40,10 @@ namespace ce {
 
 // A read's `now` (TTL-aware spaces), argument i: a number is the current time in the space's TTL
 // unit (an injected clock); a boolean asks for the wall clock, read natively as Date.now() reads
-// it (Now::wall, ttl.h: the coarse clock first, the exact one when a TTL is near), in seconds when true and in milliseconds when false; absent or
-// undefined means no TTL check (Now()). Anything else throws ER_ILLEGAL_PARAMS.
+// it (Now::wall, ttl.h: the coarse clock first, the exact one when a TTL is near), in seconds when
+// true and in milliseconds when false; absent or undefined means no TTL check (Now()). Anything
+// else throws ER_ILLEGAL_PARAMS. (The reads of a space created with a wall clock take absent or
+// undefined as that clock instead: SpaceObject::read_now.)
 Now now_arg(const Args& args, size_t i);
 
 class SpaceObject {
@@ -49,10 +51,21 @@ class SpaceObject {
   // Defines createSpace() and `space` (the functions, each taking the handle first) on exports.
   static void register_functions(napi_env env, napi_value exports, AddonData* data);
 
-  // ttl_fieldno: the space's 0-based TTL field, or kNoTtlField; caps: a capped space's (see Space).
-  SpaceObject(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno = kNoTtlField, SpaceCaps caps = {});
+  // ttl_fieldno: the space's 0-based TTL field, or kNoTtlField; caps: a capped space's (see Space);
+  // wall: the unit of the wall clock that the space's reads use by default (a TTL space declared
+  // without an injected `now`), or nullptr.
+  SpaceObject(std::string name, uint32_t max_tuple_size, uint32_t ttl_fieldno = kNoTtlField, SpaceCaps caps = {},
+              const WallClockUnit* wall = nullptr);
 
   Space& space();  // throws ER_SPACE_DROPPED
+
+  // A read's `now`, argument i: as now_arg(), except that on a space with a default wall clock an
+  // absent or undefined argument means that clock (Now::wall). A TTL space's read on the wall
+  // clock passes nothing, so it crosses N-API exactly as a plain space's read does.
+  Now read_now(const Args& args, size_t i) const {
+    if (has_wall_ && (i >= args.length() || args.is_undefined(i))) return Now::wall(wall_);
+    return now_arg(args, i);
+  }
 
  private:
   static napi_value create_space(napi_env env, napi_callback_info info);
@@ -99,6 +112,8 @@ class SpaceObject {
   std::unique_ptr<Space> space_;
   std::string name_;
   int64_t reported_ = 0;
+  bool has_wall_ = false;
+  WallClockUnit wall_ = WallClockUnit::kMillis;
 };
 
 }  // namespace ce

@@ -7,7 +7,9 @@ import { CappedError } from '../errors.js';
 /**
  * The `now` of a read or insert on a TTL-aware space: a number, the current time in the space's
  * unit (an injected clock); or a boolean, the wall clock read natively as Date.now() reads it, in
- * seconds (true) or milliseconds (false). Absent or undefined: no TTL check.
+ * seconds (true) or milliseconds (false). Absent or undefined: no TTL check, except in the reads
+ * (get, select, count, minmax, a cursor's next) of a space created with a `wallClock`, where it
+ * means that wall clock: so a TTL space's read on the wall clock crosses N-API as a plain read does.
  */
 export type NativeNow = number | boolean;
 
@@ -82,9 +84,9 @@ type SpaceFunctions = {
 
 interface Addon {
   /** A new space's handle: an External, passed first to each of `space`'s functions. */
-  /** ttlField: the 0-based TTL field of a TTL-aware space. */
+  /** ttlField: the 0-based TTL field of a TTL-aware space; wallClock: see createSpaceHandle. */
   createSpace(name: string, maxTupleSize: number, ttlField?: number, maxTuples?: number, maxBytes?: number,
-    evict?: boolean): unknown;
+    evict?: boolean, wallClock?: boolean): unknown;
   space: SpaceFunctions;
   CursorHandle: new () => NativeCursor;
   setErrorClass(ctor: new (message: string, code: string) => Error): void;
@@ -124,9 +126,14 @@ const memoryOut = new Float64Array(2);
 class SpaceHandle implements NativeSpace {
   readonly #h: unknown;
 
-  constructor(name: string, maxTupleSize: number, ttlField?: number, caps?: NativeCaps) {
-    if (caps !== undefined) this.#h = native.createSpace(name, maxTupleSize, ttlField, caps.maxTuples, caps.maxBytes, caps.evict);
-    else this.#h = ttlField === undefined ? native.createSpace(name, maxTupleSize) : native.createSpace(name, maxTupleSize, ttlField);
+  constructor(name: string, maxTupleSize: number, ttlField?: number, caps?: NativeCaps, wallClock?: boolean) {
+    if (wallClock !== undefined) {
+      this.#h = native.createSpace(name, maxTupleSize, ttlField, caps?.maxTuples, caps?.maxBytes, caps?.evict, wallClock);
+    } else if (caps !== undefined) {
+      this.#h = native.createSpace(name, maxTupleSize, ttlField, caps.maxTuples, caps.maxBytes, caps.evict);
+    } else {
+      this.#h = ttlField === undefined ? native.createSpace(name, maxTupleSize) : native.createSpace(name, maxTupleSize, ttlField);
+    }
   }
 
   createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number {
@@ -220,6 +227,11 @@ class SpaceHandle implements NativeSpace {
   }
 }
 
-export function createSpaceHandle(name: string, maxTupleSize: number, ttlField?: number, caps?: NativeCaps): NativeSpace {
-  return new SpaceHandle(name, maxTupleSize, ttlField, caps);
+/**
+ * wallClock (with a ttlField): the space's reads default to the wall clock, in seconds (true) or
+ * milliseconds (false), when they pass no `now` (see NativeNow).
+ */
+export function createSpaceHandle(name: string, maxTupleSize: number, ttlField?: number, caps?: NativeCaps,
+  wallClock?: boolean): NativeSpace {
+  return new SpaceHandle(name, maxTupleSize, ttlField, caps, wallClock);
 }

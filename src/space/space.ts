@@ -129,7 +129,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const caps = checkCaps('new Space()', { maxTuples: o.maxTuples, maxBytes: o.maxBytes, onFull: o.onFull, onEvict: o.onEvict },
       ttl !== undefined);
     this.#h = createSpaceHandle(name, max, ttl === undefined ? undefined : ttl.field - 1,
-      caps === undefined ? undefined : nativeCaps(caps));
+      caps === undefined ? undefined : nativeCaps(caps), ttl === undefined || ttl.now !== undefined ? undefined : ttl.unit === 's');
     this.#caps = caps;
     if (caps?.onEvict !== undefined) this.#evictions = new EvictionReporter(name, caps.onEvict);
     if (ttl !== undefined) {

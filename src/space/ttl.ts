@@ -6,8 +6,9 @@
 // Index and TupleIterator find a space's clock through readClock(), which src/index.ts does not
 // export; a space without a declaration has none, and its reads stay the plain ones. With an
 // injected `now`, a read calls it and passes the number. With the default clock (the wall clock)
-// a read passes only the unit, and the addon reads the clock itself as Date.now() would
-// (wall_clock_now in ttl.h), without a call back into JavaScript. The value is the number that
+// a read passes nothing, as a plain space's read does: the space's handle was created with the
+// clock's unit, and the addon reads the clock itself as Date.now() would (wall_clock_now in
+// ttl.h), without a call back into JavaScript. The value is the number that
 // Date.now() (or Date.now() / 1000) returns at that instant, read on every call, never cached.
 // (The addon reads the kernel's coarse clock first and the exact one only for a TTL due within
 // the next minute: the decisions are the exact clock's, see Now in ttl.h.)
@@ -41,18 +42,20 @@ const describe = (v: unknown): string => (typeof v === 'number' ? String(v) : ty
 export class TtlClock {
   /** The clock in JavaScript: the injected one (its result checked), or Date.now() in the unit. */
   readonly now: () => number;
-  /** The wall clock's unit as the addon takes it (true: seconds, false: ms); undefined: injected. */
-  readonly #wall: boolean | undefined;
+  /** Whether this is the wall clock (which the addon reads itself); false: injected. */
+  readonly #wall: boolean;
 
-  constructor(now: () => number, wall: boolean | undefined) {
+  constructor(now: () => number, wall: boolean) {
     this.now = now;
     this.#wall = wall;
   }
 
-  /** The `now` a read passes. An injected clock is user code: call this before taking the scratch Buffer. */
-  read(): NativeNow {
-    const wall = this.#wall;
-    if (wall !== undefined && Date.now === builtinDateNow) return wall;
+  /**
+   * The `now` a read passes: undefined for the wall clock (the space's handle knows its unit), else
+   * the number. An injected clock is user code: call this before taking the scratch Buffer.
+   */
+  read(): NativeNow | undefined {
+    if (this.#wall && Date.now === builtinDateNow) return undefined;
     return this.now();
   }
 }
@@ -86,7 +89,7 @@ export function checkTtl(where: string, value: unknown): TtlDeclaration | undefi
 export function setTtlClock(space: object, name: string, ttl: TtlDeclaration): void {
   const user = ttl.now;
   if (user === undefined) {
-    clocks.set(space, ttl.unit === 's' ? new TtlClock(seconds, true) : new TtlClock(millis, false));
+    clocks.set(space, new TtlClock(ttl.unit === 's' ? seconds : millis, true));
     return;
   }
   clocks.set(space, new TtlClock(() => {
@@ -95,7 +98,7 @@ export function setTtlClock(space: object, name: string, ttl: TtlDeclaration): v
       throw new CappedError(`Space '${name}': ttl.now() must return a number, got ${describe(now)}`, 'ER_ILLEGAL_PARAMS');
     }
     return now;
-  }, undefined));
+  }, false));
 }
 
 /** The clock of this space's reads, or undefined for a space without a TTL. */
