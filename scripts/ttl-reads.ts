@@ -34,6 +34,9 @@ const beforeDir = beforeAt >= 0 ? path.resolve(process.argv[beforeAt + 1]) : und
 const KEYS = flag('keys', 100_000);
 const OPS = flag('ops', 20_000);
 const ROUNDS = flag('rounds', 100);
+// --control: also a second plain space with the same tuples, compared with the first like a TTL
+// space: how far apart two identical spaces measure (the noise under the TTL rows' ratios).
+const CONTROL = process.argv.includes('--control');
 const RANGE_OPS = Math.max(1, Math.floor(OPS / 10));
 const NOW_S = Math.floor(Date.now() / 1000);
 
@@ -42,9 +45,9 @@ const after: Lib = require(path.join(__dirname, '..', 'dist', 'index.js'));
 const before: Lib | undefined = beforeDir === undefined ? undefined : require(path.join(beforeDir, 'dist', 'index.js'));
 
 type Variant = { name: string; space: Space; lo: number; base?: Variant };
-function make(lib: Lib, name: string, unit: 's' | 'ms', ttl?: { injected?: boolean; base: Variant }): Variant {
+function make(lib: Lib, name: string, unit: 's' | 'ms', ttl?: { injected?: boolean; plain?: boolean; base: Variant }): Variant {
   const scale = unit === 'ms' ? 1000 : 1;
-  const space = new lib.Space(name.replace(/[^a-z0-9]+/gi, '_'), ttl === undefined ? undefined
+  const space = new lib.Space(name.replace(/[^a-z0-9]+/gi, '_'), ttl === undefined || ttl.plain ? undefined
     : { ttl: { field: 3, unit, ...(ttl.injected ? { now: () => Date.now() / 1000 } : {}) } });
   space.createIndex('pk', { type: 'HASH', parts: [[1, 'unsigned']] });
   space.createIndex('exp', { type: 'TREE', unique: false, parts: [[3, 'number']] });
@@ -61,6 +64,7 @@ function build(lib: Lib, prefix: string, injected: boolean): Variant[] {
   const plainMs = make(lib, `${prefix}plain ms`, 'ms');
   const out = [plainS, make(lib, `${prefix}ttl s`, 's', { base: plainS }), plainMs, make(lib, `${prefix}ttl ms`, 'ms', { base: plainMs })];
   if (injected) out.push(make(lib, `${prefix}ttl s, injected now`, 's', { injected: true, base: plainS }));
+  if (CONTROL) out.push(make(lib, `${prefix}plain s, a second space`, 's', { plain: true, base: plainS }));
   return out;
 }
 const variants = [...(before === undefined ? [] : build(before, 'before: ', false)), ...build(after, '', true)];
