@@ -162,19 +162,37 @@ inline uint32_t read_array(const uint8_t** p) {
   return c & 0x0f;
 }
 
+// The whole size of a value that its first byte determines: fixints, nil, booleans, fixstrs, the
+// 8- to 64-bit numbers and fixexts; 0 for the rest (containers and sized strings, binaries and
+// exts, and the unused 0xc1), which next() walks.
+inline constexpr struct FixedSizes {
+  uint8_t size[256];
+  constexpr FixedSizes() : size() {
+    for (int c = 0; c < 256; c++) {
+      uint8_t n = 0;
+      if (c <= 0x7f || c >= 0xe0) n = 1;
+      else if ((c & 0xe0) == 0xa0) n = uint8_t(1 + (c & 0x1f));
+      else if (c == 0xc0 || c == 0xc2 || c == 0xc3) n = 1;
+      else if (c == 0xcc || c == 0xd0) n = 2;
+      else if (c == 0xcd || c == 0xd1) n = 3;
+      else if (c == 0xca || c == 0xce || c == 0xd2) n = 5;
+      else if (c == 0xcb || c == 0xcf || c == 0xd3) n = 9;
+      else if (c >= 0xd4 && c <= 0xd8) n = uint8_t(2 + (1 << (c - 0xd4)));
+      size[c] = n;
+    }
+  }
+  uint8_t operator[](uint8_t c) const { return size[c]; }
+} kFixedSize;
+
 // The field with 0-based number `fieldno` of a validated array, or nullptr when it has fewer.
 inline const uint8_t* field(const uint8_t* array, uint32_t fieldno) {
   const uint8_t* p = array;
   const uint32_t count = read_array(&p);
   if (fieldno >= count) return nullptr;
   for (uint32_t i = 0; i < fieldno; i++) {
-    // The usual fields skipped here, without a call: fixints, short strings, 32- and 64-bit numbers.
-    const uint8_t c = *p;
-    if (c <= 0x7f || c >= 0xe0) p += 1;
-    else if ((c & 0xe0) == 0xa0) p += 1 + (c & 0x1f);
-    else if (c == 0xce || c == 0xca || c == 0xd2) p += 5;
-    else if (c == 0xcb || c == 0xcf || c == 0xd3) p += 9;
-    else p = next(p);
+    // A value whose size its first byte gives (a scalar, a short string) is skipped without a call.
+    const uint8_t size = kFixedSize[*p];
+    p = size != 0 ? p + size : next(p);
   }
   return p;
 }

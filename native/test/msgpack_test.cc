@@ -4,6 +4,7 @@
 #include "msgpack.h"
 
 #include <memory>
+#include <vector>
 
 #include "test_util.h"
 
@@ -105,6 +106,32 @@ int main() {
   expect(f3 != nullptr && ce::mp::read_num(f3, &v) && v.kind == ce::mp::Num::kUint && v.u == 42, "field(3) is not 42");
   expect(ce::mp::field(t.data(), 4) == nullptr, "field(4) of a 4-field tuple");
   expect(ce::mp::next(t.data()) == t.data() + t.size(), "next() of the whole tuple");
+  // field()'s table of sizes (kFixedSize) agrees with next() on a value of every first byte that
+  // has one, and field() finds each field of a tuple holding one value of every encoding.
+  std::vector<std::string> values;
+  for (int c = 0; c < 256; c++) {
+    if (ce::mp::kFixedSize[uint8_t(c)] == 0) continue;
+    // The first byte, then enough payload for any fixed-size value (and a fixstr's characters).
+    std::string v(1, char(c));
+    v += std::string(ce::mp::kFixedSize[uint8_t(c)] - 1, 'a');
+    values.push_back(v);
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(v.data());
+    expect(ce::mp::next(p) == p + ce::mp::kFixedSize[uint8_t(c)], "kFixedSize disagrees with next() for first byte ", c);
+  }
+  for (const std::string& sized : {Mp().str(mid_str).str(), Mp().str(long_str).str(), Mp().bin("abc").str(),
+                                    Mp().array(2).uint(1).str("x").str(), Mp().map(1).uint(1).uint(2).str(),
+                                    std::string("\xc7\x03\x05xyz", 6)}) {
+    expect(ce::mp::kFixedSize[uint8_t(sized[0])] == 0, "kFixedSize gives a size to a sized value");
+    values.push_back(sized);
+  }
+  Mp all;
+  all.raw(std::string("\xdc", 1) + char(values.size() >> 8) + char(values.size() & 0xff));
+  for (const std::string& v : values) all.raw(v);
+  const uint8_t* at = all.data() + 3;
+  for (uint32_t i = 0; i < values.size(); i++) {
+    expect(ce::mp::field(all.data(), i) == at, "field(", i, ") of the every-encoding tuple");
+    at += values[i].size();
+  }
   std::puts("msgpack_test: ok");
   return 0;
 }
