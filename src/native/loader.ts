@@ -160,13 +160,14 @@ class SpaceHandle implements NativeSpace {
   }
   select(index: number, key: NativeKey, iterator: number, limit: number, offset: number, scratch: Buffer,
     now?: NativeNow): number | Buffer {
-    return fns.select(this.#h, index, key, iterator, limit, offset, scratch, now);
+    return now === undefined ? fns.select(this.#h, index, key, iterator, limit, offset, scratch)
+      : fns.select(this.#h, index, key, iterator, limit, offset, scratch, now);
   }
   count(index: number, key: NativeKey, iterator: number, now?: NativeNow): number {
-    return fns.count(this.#h, index, key, iterator, now);
+    return now === undefined ? fns.count(this.#h, index, key, iterator) : fns.count(this.#h, index, key, iterator, now);
   }
   minmax(index: number, key: NativeKey, max: boolean, scratch: Buffer, now?: NativeNow): NativeResult {
-    return fns.minmax(this.#h, index, key, max, scratch, now);
+    return now === undefined ? fns.minmax(this.#h, index, key, max, scratch) : fns.minmax(this.#h, index, key, max, scratch, now);
   }
   len(index?: number): number {
     return fns.len(this.#h, index);

@@ -21,7 +21,8 @@ export class TupleIterator<T extends unknown[] = Tuple> implements IterableItera
     else {
       const now = this.clock.read();  // user code: before the scratch Buffer is taken
       if (this.cursor === undefined) return { done: true, value: undefined };
-      tuple = decodeOne(this.cursor.next(scratchBuffer(), now));
+      // No now (the wall clock, which the addon reads): the call a plain space's step makes.
+      tuple = decodeOne(now === undefined ? this.cursor.next(scratchBuffer()) : this.cursor.next(scratchBuffer(), now));
     }
     if (tuple === undefined) {
       this.cursor = undefined;
