@@ -7,7 +7,11 @@
 // the process's, V8's and the scheduler's, not the store's; the same floor with the entry's tuple
 // built in the timed part (the caller's garbage, and V8's scavenges of it); and then, with the
 // data loaded, the longest event-loop pause (perf_hooks monitorEventLoopDelay) during a
-// fixed-rate get/set/expire mix, beside V8's longest garbage collection in it.
+// fixed-rate get/set/expire mix, beside V8's longest garbage collection in it; and the same mix
+// with no store at all, each operation building the tuple it would store or read (its floor: the
+// pauses of V8's scavenges of that garbage, and anything else outside the store). Each insert over
+// 1 ms is matched against V8's garbage collections (PerformanceObserver 'gc' entries) during the
+// load: how many overlap one, and the longest insert that overlaps none.
 //
 //   npm run bench:scale [-- --quick] [-- --entries 10000000 --mix-seconds 10 --rate 100000]
 //                       [-- --only capped-expirationd] [-- --slow]
@@ -32,6 +36,11 @@ type Result = {
   longestAt: number;
   over1ms: number;
   over5ms: number;
+  /** Inserts over 1 ms / over 5 ms whose time overlaps a V8 garbage collection. */
+  over1msInGc: number;
+  over5msInGc: number;
+  /** The longest insert over 1 ms that overlaps no V8 garbage collection; 0: none (all under 1 ms). */
+  longestOutsideGcMs: number;
   floorLongestMs: number;
   floorOver1ms: number;
   floorOver5ms: number;
@@ -42,6 +51,9 @@ type Result = {
   mixPauseMs: number;
   mixGcMs: number;
   mixOps: number;
+  /** The same mix with no store: each operation builds the tuple it would store or read. */
+  mixFloorPauseMs: number;
+  mixFloorGcMs: number;
 };
 
 const CONTENDERS = ['capped-expirationd', 'Map', 'lru-cache', '@isaacs/ttlcache'] as const;
@@ -138,6 +150,13 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
   let over5 = 0;
   let seed = 12345;
   const slow: string[] = [];
+  // V8's collections during the load, and each insert over 1 ms, on performance.now()'s clock.
+  const loadGcs: Array<[number, number]> = [];
+  const gcWatch = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) loadGcs.push([e.startTime, e.startTime + e.duration]);
+  });
+  gcWatch.observe({ entryTypes: ['gc'] });
+  const slowInserts: Array<[number, number]> = [];
   const start = process.hrtime.bigint();
   for (let i = 0; i < n; i++) {
     seed = (seed * 1103515245 + 12345) >>> 0;
@@ -151,6 +170,8 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
     }
     if (d > 1_000_000n) {
       over1++;
+      const end = performance.now();
+      slowInserts.push([end - Number(d) / 1e6, end]);
       if (SLOW) slow.push(slowLine('insert', i, d, s0));
     }
     if (d > 5_000_000n) over5++;
@@ -160,6 +181,19 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
   const loadWall = process.hrtime.bigint() - start;
   const loadNs = Number(loadWall) / n;
   process.stderr.write('\n');
+  await new Promise((r) => setTimeout(r, 50));  // the observer's entries arrive in a later task
+  gcWatch.disconnect();
+  let over1InGc = 0;
+  let over5InGc = 0;
+  let longestOutsideGc = 0;
+  for (const [a, b] of slowInserts) {
+    const inGc = loadGcs.some(([g0, g1]) => g0 < b && g1 > a);
+    if (inGc) {
+      over1InGc++;
+      if (b - a > 5) over5InGc++;
+    } else longestOutsideGc = Math.max(longestOutsideGc, b - a);
+  }
+
   gc();
   const bytesPerEntry = (process.memoryUsage().rss - rss0) / n;
 
@@ -200,38 +234,51 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
   const built = floor('tuple + no-op', true);
   if (SLOW) process.stderr.write(`  ${name}, calls over 1 ms:\n${slow.map((l) => `    ${l}\n`).join('')}`);
 
-  // The mix: every millisecond, rate/1000 operations (80% get, 15% set, 5% expire) on random ids.
-  const h = monitorEventLoopDelay({ resolution: 1 });
-  // V8's longest garbage collection during the mix (a pause any JavaScript on the thread pays).
-  let mixGc = 0;
-  const gcs = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) mixGc = Math.max(mixGc, e.duration);
-  });
-  gcs.observe({ entryTypes: ['gc'] });
-  let ops = 0;
+  // The mix: every millisecond, rate/1000 operations (80% get, 15% set, 5% expire) on random ids,
+  // for mixSeconds; its longest event-loop pause, and V8's longest garbage collection in it (a
+  // pause any JavaScript on the thread pays). Then the same mix, with the same ids and timer, on
+  // no store: each operation builds the tuple it would store (set) or return (get, as our reads
+  // decode one), so that its pauses are those of that garbage and of the process, not the store's.
   let next = n;
-  const perTick = Math.max(1, Math.round(rate / 1000));
-  await new Promise<void>((resolve) => {
-    const end = Date.now() + mixSeconds * 1000;
-    h.enable();
-    const timer = setInterval(() => {
-      for (let k = 0; k < perTick; k++) {
-        seed = (seed * 1103515245 + 12345) >>> 0;
-        const r = seed % 100;
-        const id = seed % next;
-        if (r < 80) store.get(id);
-        else if (r < 95) store.set(r < 90 ? next++ : id, NOW + 600 + (seed % 3600));
-        else store.expire(id);
-        ops++;
-      }
-      if (Date.now() >= end) {
-        clearInterval(timer);
-        h.disable();
-        gcs.disconnect();
-        resolve();
-      }
-    }, 1);
-  });
+  const mix = async (target: Store | undefined): Promise<{ pauseMs: number; gcMs: number; ops: number }> => {
+    const h = monitorEventLoopDelay({ resolution: 1 });
+    let longestGc = 0;
+    const gcs = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) longestGc = Math.max(longestGc, e.duration);
+    });
+    gcs.observe({ entryTypes: ['gc'] });
+    let ops = 0;
+    let sink = 0;
+    const perTick = Math.max(1, Math.round(rate / 1000));
+    await new Promise<void>((resolve) => {
+      const end = Date.now() + mixSeconds * 1000;
+      h.enable();
+      const timer = setInterval(() => {
+        for (let k = 0; k < perTick; k++) {
+          seed = (seed * 1103515245 + 12345) >>> 0;
+          const r = seed % 100;
+          const id = seed % next;
+          if (target === undefined) {
+            if (r < 95) kept = tuple(r >= 80 && r < 90 ? next++ : id, NOW + 600 + (seed % 3600));
+          } else if (r < 80) sink += target.get(id) === undefined ? 0 : 1;
+          else if (r < 95) target.set(r < 90 ? next++ : id, NOW + 600 + (seed % 3600));
+          else target.expire(id);
+          ops++;
+        }
+        if (Date.now() >= end) {
+          clearInterval(timer);
+          h.disable();
+          gcs.disconnect();
+          resolve();
+        }
+      }, 1);
+    });
+    if (sink < 0) console.error(sink);
+    await new Promise((r) => setTimeout(r, 50));  // the last collections' entries
+    return { pauseMs: h.max / 1e6, gcMs: longestGc, ops };
+  };
+  const withStore = await mix(store);
+  const noStore = await mix(undefined);
   return {
     name,
     entries: n,
@@ -241,6 +288,9 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
     longestAt,
     over1ms: over1,
     over5ms: over5,
+    over1msInGc: over1InGc,
+    over5msInGc: over5InGc,
+    longestOutsideGcMs: longestOutsideGc,
     floorLongestMs: bare.longestMs,
     floorOver1ms: bare.over1,
     floorOver5ms: bare.over5,
@@ -248,9 +298,11 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
     tupleFloorLongestMs: built.longestMs,
     tupleFloorOver1ms: built.over1,
     tupleFloorOver5ms: built.over5,
-    mixPauseMs: h.max / 1e6,
-    mixGcMs: mixGc,
-    mixOps: ops,
+    mixPauseMs: withStore.pauseMs,
+    mixGcMs: withStore.gcMs,
+    mixOps: withStore.ops,
+    mixFloorPauseMs: noStore.pauseMs,
+    mixFloorGcMs: noStore.gcMs,
   };
 }
 
@@ -284,6 +336,8 @@ function main(): void {
     'longest insert, ms': '<= 1',
     'inserts over 1 ms': '-',
     'inserts over 5 ms': '0',
+    'inserts over 1 ms / 5 ms during a V8 GC': '-',
+    'longest insert outside V8 GC, ms': '-',
     'floor: no-op calls timed': '>= n, >= load time',
     'floor: longest no-op call, ms': '-',
     'floor: no-op calls over 1 ms': '-',
@@ -293,6 +347,8 @@ function main(): void {
     'floor with the tuple: calls over 5 ms': '-',
     'longest pause in the mix, ms': '<= 2',
     'longest V8 GC in the mix, ms': '-',
+    'mix floor (no store): longest pause, ms': '-',
+    'mix floor (no store): longest V8 GC, ms': '-',
   };
   const rows: Array<[string, (r: Result) => string]> = [
     ['ns per insert', (r) => r.loadNs.toFixed(0)],
@@ -300,6 +356,8 @@ function main(): void {
     ['longest insert, ms', (r) => `${r.longestInsertMs.toFixed(2)} (#${(r.longestAt / 1e6).toFixed(2)}M)`],
     ['inserts over 1 ms', (r) => String(r.over1ms)],
     ['inserts over 5 ms', (r) => String(r.over5ms)],
+    ['inserts over 1 ms / 5 ms during a V8 GC', (r) => `${r.over1msInGc} / ${r.over5msInGc}`],
+    ['longest insert outside V8 GC, ms', (r) => (r.longestOutsideGcMs === 0 ? '< 1' : r.longestOutsideGcMs.toFixed(2))],
     ['floor: no-op calls timed', (r) => `${(r.floorCalls / 1e6).toFixed(1)}M`],
     ['floor: longest no-op call, ms', (r) => r.floorLongestMs.toFixed(2)],
     ['floor: no-op calls over 1 ms', (r) => String(r.floorOver1ms)],
@@ -310,6 +368,8 @@ function main(): void {
     ['longest pause in the mix, ms', (r) => r.mixPauseMs.toFixed(2)],
     ['longest V8 GC in the mix, ms', (r) => r.mixGcMs.toFixed(2)],
     ['operations in the mix', (r) => String(r.mixOps)],
+    ['mix floor (no store): longest pause, ms', (r) => r.mixFloorPauseMs.toFixed(2)],
+    ['mix floor (no store): longest V8 GC, ms', (r) => r.mixFloorGcMs.toFixed(2)],
   ];
   const head = ['measure', 'goal (ours)', ...results.map((r) => r.name)];
   const body = rows.map(([label, f]) => [label, goals[label] ?? '', ...results.map(f)]);
