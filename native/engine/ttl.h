@@ -101,6 +101,7 @@ class Now {
     n.exact_ = false;
     timespec ts;
     clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    if (ts.tv_sec < 0) return Now(wall_clock_now(unit));  // a clock before 1970: no integer path
     n.coarse_ms_ = int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
     return n;
 #else
