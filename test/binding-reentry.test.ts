@@ -520,6 +520,22 @@ describe('handles that are not what they claim', () => {
     expect(create('w', 1024, 1, undefined, undefined, undefined, undefined)).toBeDefined();
   });
 
+  it('a read or an insert refuses a now that is neither a number nor undefined, on plain and TTL spaces', () => {
+    const plain = fixture().h;
+    const wall = new Space('wall-now', { ttl: { field: 2 } });
+    wall.createIndex('pk', { parts: [[1, 'unsigned']] });
+    const ttl = handleOf(wall);
+    for (const h of [plain, ttl]) {
+      for (const bad of [true, false, '1', {}, null, 1n]) {
+        const now = bad as unknown as number;
+        expect(codeOf(() => h.get(0, 1, scratch(), now)), `get ${String(bad)}`).toBe('ER_ILLEGAL_PARAMS');
+        expect(codeOf(() => h.count(0, undefined, ALL, now)), `count ${String(bad)}`).toBe('ER_ILLEGAL_PARAMS');
+        expect(codeOf(() => h.insertMany(pack([]), now)), `insertMany ${String(bad)}`).toBe('ER_ILLEGAL_PARAMS');
+      }
+      expect(() => h.get(0, 1, scratch(), Number.NaN)).not.toThrow();  // NaN: a number, no TTL check
+    }
+  });
+
   it('the native handle is not reachable from a SpaceHandle', () => {
     const { h } = fixture();
     expect(Reflect.ownKeys(h)).toEqual([]);

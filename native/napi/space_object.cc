@@ -98,14 +98,11 @@ std::vector<KeyPart> parts_arg(const Args& args, size_t i) {
 }  // namespace
 
 Now now_arg(const Args& args, size_t i) {
-  bool seconds;
   double d;
   if (i >= args.length()) return Now();
-  if (napi_get_value_bool(args.env(), args[i], &seconds) == napi_ok)  // the default clock: one N-API call
-    return Now::wall(seconds ? WallClockUnit::kSeconds : WallClockUnit::kMillis);
-  if (napi_get_value_double(args.env(), args[i], &d) == napi_ok) return Now(d);  // an injected clock: two
+  if (napi_get_value_double(args.env(), args[i], &d) == napi_ok) return Now(d);
   if (args.is_undefined(i)) return Now();
-  throw bad_arg("now", "a number, a boolean or undefined");
+  throw bad_arg("now", "a number or undefined");
 }
 
 template <napi_value (SpaceObject::*Method)(const Args&), bool kChangesMemory>

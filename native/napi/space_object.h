@@ -38,12 +38,11 @@
 
 namespace ce {
 
-// A read's `now` (TTL-aware spaces), argument i: a number is the current time in the space's TTL
-// unit (an injected clock); a boolean asks for the wall clock, read natively as Date.now() reads
-// it (Now::wall, ttl.h: the coarse clock first, the exact one when a TTL is near), in seconds when
-// true and in milliseconds when false; absent or undefined means no TTL check (Now()). Anything
-// else throws ER_ILLEGAL_PARAMS. (The reads of a space created with a wall clock take absent or
-// undefined as that clock instead: SpaceObject::read_now.)
+// The `now` of an insert or read (TTL-aware spaces), argument i: a number is the current time in
+// the space's TTL unit (an injected clock, or Date.now() when it was replaced); absent or
+// undefined means no TTL check (Now()). Anything else throws ER_ILLEGAL_PARAMS. (The reads of a
+// space created with a wall clock take absent or undefined as that clock instead, read natively
+// as Date.now() reads it: SpaceObject::read_now.)
 Now now_arg(const Args& args, size_t i);
 
 class SpaceObject {
@@ -60,8 +59,9 @@ class SpaceObject {
   Space& space();  // throws ER_SPACE_DROPPED
 
   // A read's `now`, argument i: as now_arg(), except that on a space with a default wall clock an
-  // absent or undefined argument means that clock (Now::wall). A TTL space's read on the wall
-  // clock passes nothing, so it crosses N-API exactly as a plain space's read does.
+  // absent or undefined argument means that clock (Now::wall, ttl.h: the coarse clock first, the
+  // exact one when a TTL is near). A TTL space's read on the wall clock passes nothing, so it
+  // crosses N-API exactly as a plain space's read does.
   Now read_now(const Args& args, size_t i) const {
     if (has_wall_ && (i >= args.length() || args.is_undefined(i))) return Now::wall(wall_);
     return now_arg(args, i);

@@ -5,13 +5,13 @@ import * as path from 'node:path';
 import { CappedError } from '../errors.js';
 
 /**
- * The `now` of a read or insert on a TTL-aware space: a number, the current time in the space's
- * unit (an injected clock); or a boolean, the wall clock read natively as Date.now() reads it, in
- * seconds (true) or milliseconds (false). Absent or undefined: no TTL check, except in the reads
- * (get, select, count, minmax, a cursor's next) of a space created with a `wallClock`, where it
- * means that wall clock: so a TTL space's read on the wall clock crosses N-API as a plain read does.
+ * The `now` of a read or insert on a TTL-aware space: the current time in the space's unit (an
+ * injected clock, or Date.now() when something replaced it). Absent or undefined: no TTL check,
+ * except in the reads (get, select, count, minmax, a cursor's next) of a space created with a
+ * `wallClock`, where it means that wall clock, read natively as Date.now() reads it: so a TTL
+ * space's read on the wall clock crosses N-API as a plain read does.
  */
-export type NativeNow = number | boolean;
+export type NativeNow = number;
 
 export interface NativeCursor {
   /** now: a TTL space's clock; the tuples expired at now are skipped. */
@@ -127,13 +127,7 @@ class SpaceHandle implements NativeSpace {
   readonly #h: unknown;
 
   constructor(name: string, maxTupleSize: number, ttlField?: number, caps?: NativeCaps, wallClock?: boolean) {
-    if (wallClock !== undefined) {
-      this.#h = native.createSpace(name, maxTupleSize, ttlField, caps?.maxTuples, caps?.maxBytes, caps?.evict, wallClock);
-    } else if (caps !== undefined) {
-      this.#h = native.createSpace(name, maxTupleSize, ttlField, caps.maxTuples, caps.maxBytes, caps.evict);
-    } else {
-      this.#h = ttlField === undefined ? native.createSpace(name, maxTupleSize) : native.createSpace(name, maxTupleSize, ttlField);
-    }
+    this.#h = native.createSpace(name, maxTupleSize, ttlField, caps?.maxTuples, caps?.maxBytes, caps?.evict, wallClock);
   }
 
   createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number {
