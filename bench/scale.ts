@@ -236,8 +236,8 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
 
   // The mix: every millisecond, rate/1000 operations (80% get, 15% set, 5% expire) on random ids,
   // for mixSeconds; its longest event-loop pause, and V8's longest garbage collection in it (a
-  // pause any JavaScript on the thread pays). Then the same mix, with the same ids and timer, on
-  // no store: each operation builds the tuple it would store (set) or return (get, as our reads
+  // pause any JavaScript on the thread pays). Then the same mix (operations, ids, timer) on no
+  // store: each operation builds the tuple it would store (set) or return (get, as our reads
   // decode one), so that its pauses are those of that garbage and of the process, not the store's.
   let next = n;
   const mix = async (target: Store | undefined): Promise<{ pauseMs: number; gcMs: number; ops: number }> => {
