@@ -2,7 +2,7 @@
 // space (issue 15: the goal is within 5% for get).
 //
 //   npm run build:ts && npx tsx scripts/ttl-reads.ts [--keys 100000] [--ops 20000] [--rounds 100]
-//     [--before <dir>]
+//     [--before <dir>] [--control]
 //
 // Spaces of --keys tuples [id, email, exp] (HASH pk, non-unique TREE on exp, every tuple live
 // for a day): TTL in seconds and in ms on the default clock, each with a plain space holding the
