@@ -17,7 +17,7 @@ import { Index, type SelectOptions } from './index.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 import { afterCommit, atomicActive, enlist, runAtomic } from './atomic.js';
 import { checkCaps, EvictionReporter, nativeCaps, type CapOptions, type Caps, type OnFull } from './capped.js';
-import { checkTtl, setTtlClock, ttlClock, type TtlDeclaration, type TtlOptions } from './ttl.js';
+import { checkTtl, setTtlClock, ttlClock, wallClockOf, type TtlDeclaration, type TtlOptions } from './ttl.js';
 import { createIndexAsync, type IndexDefinition } from './build.js';
 
 export type { FieldValue, FullKey, IndexKey, KeyPrefix, PartSpec, PartValue, ReadKey } from './keys.js';
@@ -129,7 +129,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const caps = checkCaps('new Space()', { maxTuples: o.maxTuples, maxBytes: o.maxBytes, onFull: o.onFull, onEvict: o.onEvict },
       ttl !== undefined);
     this.#h = createSpaceHandle(name, max, ttl === undefined ? undefined : ttl.field - 1,
-      caps === undefined ? undefined : nativeCaps(caps), ttl === undefined || ttl.now !== undefined ? undefined : ttl.unit === 's');
+      caps === undefined ? undefined : nativeCaps(caps), wallClockOf(ttl));
     this.#caps = caps;
     if (caps?.onEvict !== undefined) this.#evictions = new EvictionReporter(name, caps.onEvict);
     if (ttl !== undefined) {

@@ -85,6 +85,14 @@ export function checkTtl(where: string, value: unknown): TtlDeclaration | undefi
   return Object.freeze({ field, unit: (o.unit ?? 's') as TtlUnit, now: o.now as (() => number) | undefined });
 }
 
+/**
+ * The unit of the wall clock a TTL space's handle reads by default (true: seconds, false: ms), or
+ * undefined when the space has no TTL or an injected `now` (its reads then pass their number).
+ */
+export function wallClockOf(ttl: TtlDeclaration | undefined): boolean | undefined {
+  return ttl === undefined || ttl.now !== undefined ? undefined : ttl.unit === 's';
+}
+
 /** Registers the clock of a TTL space (from its constructor, before any index exists). */
 export function setTtlClock(space: object, name: string, ttl: TtlDeclaration): void {
   const user = ttl.now;
