@@ -11,7 +11,11 @@
 // with no store at all, each operation building the tuple it would store or read (its floor: the
 // pauses of V8's scavenges of that garbage, and anything else outside the store). Each insert over
 // 1 ms is matched against V8's garbage collections (PerformanceObserver 'gc' entries) during the
-// load: how many overlap one, and the longest insert that overlaps none.
+// load: how many overlap one, and the longest insert that overlaps none. Each one outside a
+// collection is also matched against the main thread's schedstat (read every 256 inserts and after
+// each slow one): how many of those over 5 ms spent at most 5 ms on a CPU or waiting for one, the
+// rest of the time with their virtual CPU not running (the hypervisor's steal time), and the
+// longest insert counting only that bound of its own time.
 //
 //   npm run bench:scale [-- --quick] [-- --entries 10000000 --mix-seconds 10 --rate 100000]
 //                       [-- --only capped-expirationd] [-- --slow]
@@ -26,6 +30,7 @@ import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { mkdirSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { renderScaleSvg } from './lib/scale-svg.js';
+import { type Sched, type SlowCall, splitSlowCalls, windowBusy } from './lib/slow-calls.js';
 
 type Result = {
   name: string;
@@ -41,6 +46,12 @@ type Result = {
   over5msInGc: number;
   /** The longest insert over 1 ms that overlaps no V8 garbage collection; 0: none (all under 1 ms). */
   longestOutsideGcMs: number;
+  /** Inserts over 5 ms outside a V8 collection that spent at most 5 ms on a CPU or waiting for one,
+   * never switched out: the rest of their time, their virtual CPU was not running. */
+  over5msHost: number;
+  /** The longest insert outside a V8 collection, counting only its time on a CPU or waiting for one
+   * when it was never switched out (see over5msHost); 0: none over 1 ms. */
+  longestOwnMs: number;
   floorLongestMs: number;
   floorOver1ms: number;
   floorOver5ms: number;
@@ -122,21 +133,33 @@ const NOW = Math.floor(Date.now() / 1000);
 let kept: unknown = null;  // the floor's last tuple (see child())
 const SLOW = process.argv.includes('--slow');
 
-// The main thread's time on a CPU and time runnable but waiting for one, in ns (schedstat).
-const schedFd = SLOW ? openSync(`/proc/self/task/${process.pid}/schedstat`, 'r') : -1;
+// The main thread's time on a CPU and time runnable but waiting for one, in ns, and how many
+// times it was switched in (schedstat). On Linux with CONFIG_PARAVIRT_TIME_ACCOUNTING (any KVM
+// guest) the time on a CPU leaves out steal time: while the hypervisor runs something else on our
+// virtual CPU, neither count moves. Elsewhere (no /proc) every figure reads 0.
+const schedFd = (() => {
+  try {
+    return openSync(`/proc/self/task/${process.pid}/schedstat`, 'r');
+  } catch {
+    return -1;
+  }
+})();
 const schedBuf = Buffer.alloc(128);
-function sched(): [number, number] {
+function sched(): Sched {
+  if (schedFd < 0) return [0, 0, 0];
   const len = readSync(schedFd, schedBuf, 0, schedBuf.length, 0);
-  const [run, wait] = schedBuf.toString('latin1', 0, len).split(' ');
-  return [Number(run), Number(wait)];
+  const [run, wait, slices] = schedBuf.toString('latin1', 0, len).split(' ');
+  return [Number(run), Number(wait), Number(slices)];
 }
-function slowLine(what: string, i: number, d: bigint, s0: [number, number]): string {
+// How often the load samples schedstat (a read of /proc, a few microseconds): every SAMPLE inserts.
+const SAMPLE = 256;
+function slowLine(what: string, i: number, d: bigint, s0: Sched): string {
   const s1 = sched();
   // `ends`: CLOCK_MONOTONIC seconds, to match against `perf record -k CLOCK_MONOTONIC` samples.
   const ends = (Number(process.hrtime.bigint()) / 1e9).toFixed(6);
   return `${what} #${i} at ${performance.now().toFixed(0)} ms (ends ${ends} s) ${(Number(d) / 1e6).toFixed(2)} ms: on CPU ${((s1[0] - s0[0]) / 1e6).toFixed(2)} ms, waiting for a CPU ${((s1[1] - s0[1]) / 1e6).toFixed(2)} ms`;
 }
-const NO_SCHED: [number, number] = [0, 0];
+const NO_SCHED: Sched = [0, 0, 0];
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 
 async function child(name: Name, n: number, mixSeconds: number, rate: number): Promise<Result> {
@@ -156,10 +179,14 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
     for (const e of list.getEntries()) loadGcs.push([e.startTime, e.startTime + e.duration]);
   });
   gcWatch.observe({ entryTypes: ['gc'] });
-  const slowInserts: Array<[number, number]> = [];
+  // Each insert over 1 ms: its start and end, and a bound of its busy time (bench/lib/slow-calls.ts)
+  // over the window since the last schedstat read, taken every SAMPLE inserts and after each slow one.
+  const slowInserts: SlowCall[] = [];
+  let since = sched();
   const start = process.hrtime.bigint();
   for (let i = 0; i < n; i++) {
     seed = (seed * 1103515245 + 12345) >>> 0;
+    if (i % SAMPLE === 0) since = sched();
     const s0 = SLOW ? sched() : NO_SCHED;
     const t0 = process.hrtime.bigint();
     load(i, NOW + 600 + (seed % 3600));
@@ -171,7 +198,10 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
     if (d > 1_000_000n) {
       over1++;
       const end = performance.now();
-      slowInserts.push([end - Number(d) / 1e6, end]);
+      const s1 = sched();
+      const busy = schedFd >= 0 ? windowBusy(since, s1) : Infinity;
+      since = s1;
+      slowInserts.push([end - Number(d) / 1e6, end, busy]);
       if (SLOW) slow.push(slowLine('insert', i, d, s0));
     }
     if (d > 5_000_000n) over5++;
@@ -183,16 +213,7 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
   process.stderr.write('\n');
   await new Promise((r) => setTimeout(r, 50));  // the observer's entries arrive in a later task
   gcWatch.disconnect();
-  let over1InGc = 0;
-  let over5InGc = 0;
-  let longestOutsideGc = 0;
-  for (const [a, b] of slowInserts) {
-    const inGc = loadGcs.some(([g0, g1]) => g0 < b && g1 > a);
-    if (inGc) {
-      over1InGc++;
-      if (b - a > 5) over5InGc++;
-    } else longestOutsideGc = Math.max(longestOutsideGc, b - a);
-  }
+  const split = splitSlowCalls(slowInserts, loadGcs);
 
   gc();
   const bytesPerEntry = (process.memoryUsage().rss - rss0) / n;
@@ -288,9 +309,11 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
     longestAt,
     over1ms: over1,
     over5ms: over5,
-    over1msInGc: over1InGc,
-    over5msInGc: over5InGc,
-    longestOutsideGcMs: longestOutsideGc,
+    over1msInGc: split.over1InGc,
+    over5msInGc: split.over5InGc,
+    longestOutsideGcMs: split.longestOutsideGc,
+    over5msHost: split.over5Host,
+    longestOwnMs: split.longestOwn,
     floorLongestMs: bare.longestMs,
     floorOver1ms: bare.over1,
     floorOver5ms: bare.over5,
@@ -338,6 +361,8 @@ function main(): void {
     'inserts over 5 ms': '0',
     'inserts over 1 ms / 5 ms during a V8 GC': '-',
     'longest insert outside V8 GC, ms': '-',
+    'inserts over 5 ms outside V8 GC, the vCPU not running': '-',
+    'longest insert outside V8 GC, less the vCPU not running, ms': '-',
     'floor: no-op calls timed': '>= n, >= load time',
     'floor: longest no-op call, ms': '-',
     'floor: no-op calls over 1 ms': '-',
@@ -358,6 +383,8 @@ function main(): void {
     ['inserts over 5 ms', (r) => String(r.over5ms)],
     ['inserts over 1 ms / 5 ms during a V8 GC', (r) => `${r.over1msInGc} / ${r.over5msInGc}`],
     ['longest insert outside V8 GC, ms', (r) => (r.longestOutsideGcMs === 0 ? '< 1' : r.longestOutsideGcMs.toFixed(2))],
+    ['inserts over 5 ms outside V8 GC, the vCPU not running', (r) => String(r.over5msHost)],
+    ['longest insert outside V8 GC, less the vCPU not running, ms', (r) => (r.longestOwnMs === 0 ? '< 1' : r.longestOwnMs.toFixed(2))],
     // In millions, with three decimals below a million (a tiny run's 20,480 calls is 0.020M, not 0.0M).
     ['floor: no-op calls timed', (r) => `${(r.floorCalls / 1e6).toFixed(r.floorCalls < 1e6 ? 3 : 1)}M`],
     ['floor: longest no-op call, ms', (r) => r.floorLongestMs.toFixed(2)],

@@ -1,7 +1,8 @@
 // bench:scale runs end to end on a tiny load (20,000 entries, 1 s of the mix) for our space and a
 // Map: the table has every row the README quotes, the floor rows (the same loop around a no-op
 // call, and the mix on no store) and the inserts matched against V8's collections included, the
-// loads finish with the right count, and --only leaves the result files alone.
+// loads finish with the right count, and --only leaves the result files alone. The rules that split
+// the slow inserts (bench/lib/slow-calls.ts) are checked on made-up calls.
 // Times are never asserted.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -9,6 +10,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, test } from 'vitest';
+import { splitSlowCalls, windowBusy } from '../bench/lib/slow-calls.js';
 
 const ROOT = path.resolve(__dirname, '..');
 const tsx = pathToFileURL(createRequire(path.join(ROOT, 'package.json')).resolve('tsx')).href;
@@ -47,5 +49,37 @@ describe('bench:scale, tiny', () => {
     expect(inGc1).toBeLessThanOrEqual(Number(rows.get('inserts over 1 ms')));
     expect(inGc5).toBeLessThanOrEqual(Number(rows.get('inserts over 5 ms')));
     expect(rows.get('longest insert outside V8 GC, ms')).toMatch(/^(< 1|\d+\.\d\d)$/);
+    // Those over 5 ms only for their virtual CPU not running are among those outside a collection.
+    const host = Number(rows.get('inserts over 5 ms outside V8 GC, the vCPU not running'));
+    expect(host).toBeGreaterThanOrEqual(0);
+    expect(host).toBeLessThanOrEqual(Number(rows.get('inserts over 5 ms')) - inGc5);
+    const own = rows.get('longest insert outside V8 GC, less the vCPU not running, ms')!;
+    expect(own).toMatch(/^(< 1|\d+\.\d\d)$/);
+    if (own !== '< 1') expect(Number(own)).toBeLessThanOrEqual(Number(rows.get('longest insert outside V8 GC, ms')));
   }, 130_000);
+});
+
+describe('bench:scale, the split of slow inserts', () => {
+  test('a window never switched out bounds the busy time; switched out, nothing is known', () => {
+    expect(windowBusy([1e6, 2e6, 7], [3e6, 2.5e6, 7])).toBe(2.5);
+    expect(windowBusy([1e6, 2e6, 7], [3e6, 2.5e6, 8])).toBe(Infinity);
+  });
+
+  test('calls are split by V8 collection first, then by their busy time', () => {
+    const gcs: Array<[number, number]> = [[100, 103], [200, 201]];
+    const split = splitSlowCalls([
+      [99, 101.5, Infinity],  // overlaps the first collection, under 5 ms
+      [195, 202, 1],          // overlaps the second, over 5 ms (busy does not matter here)
+      [300, 306, 0.5],        // over 5 ms, busy 0.5 ms: the vCPU was not running
+      [400, 406, 5],          // over 5 ms, busy exactly 5 ms: still the host's
+      [500, 507, 5.5],        // over 5 ms, busy 5.5 ms: ours
+      [600, 608, Infinity],   // over 5 ms, switched out: ours, all 8 ms
+      [700, 703, 0.2],        // under 5 ms
+      [103, 104.5, 0.1],      // touches the first collection's end only: outside it
+    ], gcs);
+    expect(split).toEqual({ over1InGc: 2, over5InGc: 1, longestOutsideGc: 8, over5Host: 2, longestOwn: 8 });
+    const noSwitch = splitSlowCalls([[0, 9, 4], [10, 13, 3]], []);
+    expect(noSwitch).toEqual({ over1InGc: 0, over5InGc: 0, longestOutsideGc: 9, over5Host: 1, longestOwn: 4 });
+    expect(splitSlowCalls([], gcs)).toEqual({ over1InGc: 0, over5InGc: 0, longestOutsideGc: 0, over5Host: 0, longestOwn: 0 });
+  });
 });
