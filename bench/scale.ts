@@ -157,7 +157,7 @@ function slowLine(what: string, i: number, d: bigint, s0: Sched): string {
   const s1 = sched();
   // `ends`: CLOCK_MONOTONIC seconds, to match against `perf record -k CLOCK_MONOTONIC` samples.
   const ends = (Number(process.hrtime.bigint()) / 1e9).toFixed(6);
-  return `${what} #${i} at ${performance.now().toFixed(0)} ms (ends ${ends} s) ${(Number(d) / 1e6).toFixed(2)} ms: on CPU ${((s1[0] - s0[0]) / 1e6).toFixed(2)} ms, waiting for a CPU ${((s1[1] - s0[1]) / 1e6).toFixed(2)} ms`;
+  return `${what} #${i} at ${performance.now().toFixed(0)} ms (ends ${ends} s) ${(Number(d) / 1e6).toFixed(2)} ms: on CPU ${((s1[0] - s0[0]) / 1e6).toFixed(2)} ms, waiting for a CPU ${((s1[1] - s0[1]) / 1e6).toFixed(2)} ms, switched in ${s1[2] - s0[2]} times`;
 }
 const NO_SCHED: Sched = [0, 0, 0];
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <string>
@@ -58,6 +59,47 @@ void populate_faults_pages_in() {
   ce::background::wait_idle();
   if (ce::big_mapped(len)) expect(resident_pages(p, len) == len / 4096, "populated: ", resident_pages(p, len));
   for (size_t k = 0; k < len; k += 4096) expect(p[k] == 0, "zeroed");
+  ce::big_free(p, len);
+  ce::background::wait_idle();
+}
+
+// The VmFlags line of /proc/self/smaps for the mapping that holds p ("" if none).
+std::string vm_flags_of(const void* p) {
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (f == nullptr) return "";
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  char line[512];
+  bool inside = false;
+  std::string flags;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && std::strchr(line, '-') != nullptr && line[0] != 'V') {
+      inside = a >= lo && a < hi;
+    } else if (inside && std::strncmp(line, "VmFlags:", 8) == 0) {
+      flags = line + 8;
+      break;
+    }
+  }
+  std::fclose(f);
+  return flags;
+}
+
+// Big mappings ask for 4 KiB pages (MADV_NOHUGEPAGE, VmFlags "nh") unless the environment's
+// CAPPED_EXPIRATIOND_HUGE_PAGES is exactly "1" (MADV_HUGEPAGE, "hg"); run.sh runs this test both ways.
+void huge_pages_follow_the_environment() {
+  expect(!ce::huge_pages_wanted(nullptr) && !ce::huge_pages_wanted("") && !ce::huge_pages_wanted("0") &&
+             !ce::huge_pages_wanted("10") && !ce::huge_pages_wanted("yes") && ce::huge_pages_wanted("1"),
+         "only \"1\" asks for huge pages");
+  const char* env = std::getenv("CAPPED_EXPIRATIOND_HUGE_PAGES");
+  expect(ce::huge_pages() == ce::huge_pages_wanted(env), "huge_pages() reads the environment");
+  const size_t len = 2 * ce::kHugePage;
+  void* p = ce::big_calloc(len);
+  if (ce::big_mapped(len)) {
+    const std::string flags = vm_flags_of(p);
+    const bool hg = flags.find(" hg") != std::string::npos, nh = flags.find(" nh") != std::string::npos;
+    expect(ce::huge_pages() ? hg && !nh : nh && !hg, "VmFlags of a big mapping:", flags);
+    std::printf("  big mappings: %s pages\n", ce::huge_pages() ? "huge" : "4 KiB");
+  }
   ce::big_free(p, len);
   ce::background::wait_idle();
 }
@@ -155,6 +197,7 @@ void truncate_and_drop_at_size() {
 }  // namespace
 
 int main() {
+  huge_pages_follow_the_environment();
   populate_while_writing();
   populate_faults_pages_in();
   unmap_while_populating();

@@ -1,10 +1,18 @@
-// Zeroed allocations for large flat arrays (hash tables), backed by transparent huge pages.
+// Zeroed allocations for large flat arrays (hash tables, the tuple arena's and the node pools'
+// 2 MiB chunks).
 //
-// A random probe into a table of tens of megabytes misses the TLB as well as the cache: with
-// 4 KiB pages the hardware walks the page tables before it can even start the load. Arrays of
-// at least 2 MiB are therefore mapped 2 MiB-aligned and marked MADV_HUGEPAGE, which the kernel
-// honours when transparent huge pages are set to `madvise` or `always` (the usual defaults) and
-// ignores otherwise. Smaller arrays come from calloc.
+// Arrays of at least 2 MiB are mapped 2 MiB-aligned, in whole 2 MiB blocks, so that each block
+// can be given back (big_discard) or faulted in ahead (background.h) as a unit. They are marked
+// MADV_NOHUGEPAGE: 4 KiB pages, even where transparent huge pages are set to `always`.
+// Huge pages would spare a random probe into tens of megabytes its TLB miss, but on virtual
+// machines a huge page's first fault stalls the *other* virtual CPUs: measured on these KVM
+// guests (2026-11-26), a thread faulting fresh huge pages on one CPU made the hypervisor take the
+// other CPU away for 150 ms in 20 s (steal time, in pauses of several milliseconds), where the same
+// thread faulting 4 KiB pages took nothing; and 10M single inserts had an insert over 5 ms outside
+// any V8 collection in each of four loads with huge pages, none in four without (scripts/stalls.mjs,
+// README "Which pauses are V8's"). CAPPED_EXPIRATIOND_HUGE_PAGES=1 in the environment (read once,
+// at the first big allocation) asks for MADV_HUGEPAGE instead, for bare metal, where a huge
+// page's fault costs about 0.25 ms on the faulting thread alone.
 //
 // The kernel's slow parts of such a mapping go to a background thread (background.h): freeing
 // (munmap) always, and, for an array allocated ahead of need (`ahead`), faulting its pages in,
@@ -30,8 +38,18 @@
 
 namespace ce {
 
-constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kHugePage = size_t(2) << 20;  // the block size of big mappings (a huge page's size)
 constexpr size_t kSmallPage = 4096;
+
+// Whether the environment's CAPPED_EXPIRATIOND_HUGE_PAGES value (nullptr: unset) asks for huge
+// pages: exactly "1".
+inline bool huge_pages_wanted(const char* value) { return value != nullptr && value[0] == '1' && value[1] == '\0'; }
+
+// Whether big mappings are marked MADV_HUGEPAGE (else MADV_NOHUGEPAGE): the environment, read once.
+inline bool huge_pages() {
+  static const bool on = huge_pages_wanted(std::getenv("CAPPED_EXPIRATIOND_HUGE_PAGES"));
+  return on;
+}
 
 // What big_calloc(bytes) really takes: huge-page mappings are whole 2 MiB pages.
 inline size_t big_size(size_t bytes) {
@@ -72,7 +90,7 @@ inline void* big_calloc(size_t bytes, bool ahead = false) {
     const uintptr_t start = (base + kHugePage - 1) & ~(kHugePage - 1);
     const uintptr_t tail = start + len, raw_end = base + raw_len;
     // The mapping's first page fault sets up its reverse map, and the kernel takes the
-    // process-wide mmap lock for that fault, which would then be the 2 MiB fault of a huge page:
+    // process-wide mmap lock for that fault, which would be the 2 MiB fault of a huge page:
     // milliseconds during which every mmap or munmap in the process (V8's included) waits. So
     // the first fault is a 4 KiB page of the slack about to be unmapped (never inside a whole
     // 2 MiB block of the mapping, so never a huge page); the array's faults then take only
@@ -81,7 +99,7 @@ inline void* big_calloc(size_t bytes, bool ahead = false) {
     *reinterpret_cast<volatile uint8_t*>(first) = 0;
     if (start > base) munmap(raw, start - base);
     if (raw_end > tail) munmap(reinterpret_cast<void*>(tail), raw_end - tail);
-    madvise(reinterpret_cast<void*>(start), len, MADV_HUGEPAGE);
+    madvise(reinterpret_cast<void*>(start), len, huge_pages() ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
     if (ahead) background::populate(reinterpret_cast<void*>(start), len);
     return reinterpret_cast<void*>(start);
   }
