@@ -13,9 +13,10 @@
 // 1 ms is matched against V8's garbage collections (PerformanceObserver 'gc' entries) during the
 // load: how many overlap one, and the longest insert that overlaps none. Each one outside a
 // collection is also matched against the main thread's schedstat (read every 256 inserts and after
-// each slow one): how many of those over 5 ms spent at most 5 ms on a CPU or waiting for one, the
-// rest of the time with their virtual CPU not running (the hypervisor's steal time), and the
-// longest insert counting only that bound of its own time.
+// each slow one), which bounds its own time (bench/lib/slow-calls.ts): the rest, the thread was not
+// running, its virtual CPU stolen by the hypervisor or its CPU taken by another thread. Reported:
+// how many inserts over 5 ms were so only for not running, the longest own time, and the longest
+// insert's window: time on a CPU, time waiting for one, and how many times the thread was switched in.
 //
 //   npm run bench:scale [-- --quick] [-- --entries 10000000 --mix-seconds 10 --rate 100000]
 //                       [-- --only capped-expirationd] [-- --slow]
@@ -30,7 +31,7 @@ import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { mkdirSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { renderScaleSvg } from './lib/scale-svg.js';
-import { type Sched, type SlowCall, splitSlowCalls, windowBusy } from './lib/slow-calls.js';
+import { ownTime, type SlowCall, splitSlowCalls, type Window } from './lib/slow-calls.js';
 
 type Result = {
   name: string;
@@ -39,6 +40,8 @@ type Result = {
   bytesPerEntry: number;
   longestInsertMs: number;
   longestAt: number;
+  /** The longest insert's schedstat window (see child()): ms on a CPU, ms waiting, times switched in. */
+  longestWindow: [number, number, number];
   over1ms: number;
   over5ms: number;
   /** Inserts over 1 ms / over 5 ms whose time overlaps a V8 garbage collection. */
@@ -46,11 +49,10 @@ type Result = {
   over5msInGc: number;
   /** The longest insert over 1 ms that overlaps no V8 garbage collection; 0: none (all under 1 ms). */
   longestOutsideGcMs: number;
-  /** Inserts over 5 ms outside a V8 collection that spent at most 5 ms on a CPU or waiting for one,
-   * never switched out: the rest of their time, their virtual CPU was not running. */
-  over5msHost: number;
-  /** The longest insert outside a V8 collection, counting only its time on a CPU or waiting for one
-   * when it was never switched out (see over5msHost); 0: none over 1 ms. */
+  /** Inserts over 5 ms outside a V8 collection whose own time was at most 5 ms (bench/lib/slow-calls.ts):
+   * the rest, the thread was not running (its virtual CPU stolen, or another thread on its CPU). */
+  over5msNotRunning: number;
+  /** The longest own time of an insert outside a V8 collection; 0: none over 1 ms. */
   longestOwnMs: number;
   floorLongestMs: number;
   floorOver1ms: number;
@@ -144,6 +146,7 @@ const schedFd = (() => {
     return -1;
   }
 })();
+type Sched = [run: number, wait: number, slices: number];
 const schedBuf = Buffer.alloc(128);
 function sched(): Sched {
   if (schedFd < 0) return [0, 0, 0];
@@ -171,6 +174,9 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
   let longestAt = 0;
   let over1 = 0;
   let over5 = 0;
+  // The longest insert's window (since the schedstat read before it): ms on a CPU, ms waiting for
+  // one, times switched in; all -1 when it was not over 1 ms (no window read).
+  let longestWindow: [number, number, number] = [-1, -1, -1];
   let seed = 12345;
   const slow: string[] = [];
   // V8's collections during the load, and each insert over 1 ms, on performance.now()'s clock.
@@ -179,14 +185,18 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
     for (const e of list.getEntries()) loadGcs.push([e.startTime, e.startTime + e.duration]);
   });
   gcWatch.observe({ entryTypes: ['gc'] });
-  // Each insert over 1 ms: its start and end, and a bound of its busy time (bench/lib/slow-calls.ts)
+  // Each insert over 1 ms: its start and end, and a bound of its own time (bench/lib/slow-calls.ts)
   // over the window since the last schedstat read, taken every SAMPLE inserts and after each slow one.
   const slowInserts: SlowCall[] = [];
-  let since = sched();
+  const read = (): Window => {
+    const [run, wait, slices] = sched();
+    return { run, wait, slices, at: performance.now() };
+  };
+  let since = read();
   const start = process.hrtime.bigint();
   for (let i = 0; i < n; i++) {
     seed = (seed * 1103515245 + 12345) >>> 0;
-    if (i % SAMPLE === 0) since = sched();
+    if (i % SAMPLE === 0) since = read();
     const s0 = SLOW ? sched() : NO_SCHED;
     const t0 = process.hrtime.bigint();
     load(i, NOW + 600 + (seed % 3600));
@@ -198,10 +208,12 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
     if (d > 1_000_000n) {
       over1++;
       const end = performance.now();
-      const s1 = sched();
-      const busy = schedFd >= 0 ? windowBusy(since, s1) : Infinity;
-      since = s1;
-      slowInserts.push([end - Number(d) / 1e6, end, busy]);
+      const to = read();
+      const ms = Number(d) / 1e6;
+      const own = schedFd >= 0 ? ownTime(ms, end - ms, since, to) : ms;
+      if (d === longest) longestWindow = [(to.run - since.run) / 1e6, (to.wait - since.wait) / 1e6, to.slices - since.slices];
+      since = to;
+      slowInserts.push([end - ms, end, own]);
       if (SLOW) slow.push(slowLine('insert', i, d, s0));
     }
     if (d > 5_000_000n) over5++;
@@ -307,12 +319,13 @@ async function child(name: Name, n: number, mixSeconds: number, rate: number): P
     bytesPerEntry,
     longestInsertMs: Number(longest) / 1e6,
     longestAt,
+    longestWindow,
     over1ms: over1,
     over5ms: over5,
     over1msInGc: split.over1InGc,
     over5msInGc: split.over5InGc,
     longestOutsideGcMs: split.longestOutsideGc,
-    over5msHost: split.over5Host,
+    over5msNotRunning: split.over5NotRunning,
     longestOwnMs: split.longestOwn,
     floorLongestMs: bare.longestMs,
     floorOver1ms: bare.over1,
@@ -357,12 +370,13 @@ function main(): void {
     'ns per insert': '<= 2000 (today, from JS)',
     'bytes per entry': '<= 70',
     'longest insert, ms': '<= 1',
+    'longest insert: its window on a CPU / waiting, ms; switched in': '-',
     'inserts over 1 ms': '-',
     'inserts over 5 ms': '0',
     'inserts over 1 ms / 5 ms during a V8 GC': '-',
     'longest insert outside V8 GC, ms': '-',
-    'inserts over 5 ms outside V8 GC, the vCPU not running': '-',
-    'longest insert outside V8 GC, less the vCPU not running, ms': '-',
+    'inserts over 5 ms outside V8 GC, only for not running': '-',
+    'longest insert outside V8 GC, its own time, ms': '-',
     'floor: no-op calls timed': '>= n, >= load time',
     'floor: longest no-op call, ms': '-',
     'floor: no-op calls over 1 ms': '-',
@@ -379,12 +393,14 @@ function main(): void {
     ['ns per insert', (r) => r.loadNs.toFixed(0)],
     ['bytes per entry', (r) => r.bytesPerEntry.toFixed(0)],
     ['longest insert, ms', (r) => `${r.longestInsertMs.toFixed(2)} (#${(r.longestAt / 1e6).toFixed(2)}M)`],
+    ['longest insert: its window on a CPU / waiting, ms; switched in', (r) =>
+      (r.longestWindow[0] < 0 ? '-' : `${r.longestWindow[0].toFixed(2)} / ${r.longestWindow[1].toFixed(2)}; ${r.longestWindow[2]}`)],
     ['inserts over 1 ms', (r) => String(r.over1ms)],
     ['inserts over 5 ms', (r) => String(r.over5ms)],
     ['inserts over 1 ms / 5 ms during a V8 GC', (r) => `${r.over1msInGc} / ${r.over5msInGc}`],
     ['longest insert outside V8 GC, ms', (r) => (r.longestOutsideGcMs === 0 ? '< 1' : r.longestOutsideGcMs.toFixed(2))],
-    ['inserts over 5 ms outside V8 GC, the vCPU not running', (r) => String(r.over5msHost)],
-    ['longest insert outside V8 GC, less the vCPU not running, ms', (r) => (r.longestOwnMs === 0 ? '< 1' : r.longestOwnMs.toFixed(2))],
+    ['inserts over 5 ms outside V8 GC, only for not running', (r) => String(r.over5msNotRunning)],
+    ['longest insert outside V8 GC, its own time, ms', (r) => (r.longestOwnMs === 0 ? '< 1' : r.longestOwnMs.toFixed(2))],
     // In millions, with three decimals below a million (a tiny run's 20,480 calls is 0.020M, not 0.0M).
     ['floor: no-op calls timed', (r) => `${(r.floorCalls / 1e6).toFixed(r.floorCalls < 1e6 ? 3 : 1)}M`],
     ['floor: longest no-op call, ms', (r) => r.floorLongestMs.toFixed(2)],

@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, test } from 'vitest';
-import { splitSlowCalls, windowBusy } from '../bench/lib/slow-calls.js';
+import { ownTime, splitSlowCalls } from '../bench/lib/slow-calls.js';
 
 const ROOT = path.resolve(__dirname, '..');
 const tsx = pathToFileURL(createRequire(path.join(ROOT, 'package.json')).resolve('tsx')).href;
@@ -49,37 +49,51 @@ describe('bench:scale, tiny', () => {
     expect(inGc1).toBeLessThanOrEqual(Number(rows.get('inserts over 1 ms')));
     expect(inGc5).toBeLessThanOrEqual(Number(rows.get('inserts over 5 ms')));
     expect(rows.get('longest insert outside V8 GC, ms')).toMatch(/^(< 1|\d+\.\d\d)$/);
-    // Those over 5 ms only for their virtual CPU not running are among those outside a collection.
-    const host = Number(rows.get('inserts over 5 ms outside V8 GC, the vCPU not running'));
-    expect(host).toBeGreaterThanOrEqual(0);
-    expect(host).toBeLessThanOrEqual(Number(rows.get('inserts over 5 ms')) - inGc5);
-    const own = rows.get('longest insert outside V8 GC, less the vCPU not running, ms')!;
+    // The longest insert's schedstat window: '-' when no insert took over 1 ms, else the split.
+    expect(rows.get('longest insert: its window on a CPU / waiting, ms; switched in')).toMatch(/^(-|\d+\.\d\d \/ \d+\.\d\d; \d+)$/);
+    // Those over 5 ms only for not running are among those outside a collection.
+    const notRunning = Number(rows.get('inserts over 5 ms outside V8 GC, only for not running'));
+    expect(notRunning).toBeGreaterThanOrEqual(0);
+    expect(notRunning).toBeLessThanOrEqual(Number(rows.get('inserts over 5 ms')) - inGc5);
+    const own = rows.get('longest insert outside V8 GC, its own time, ms')!;
     expect(own).toMatch(/^(< 1|\d+\.\d\d)$/);
     if (own !== '< 1') expect(Number(own)).toBeLessThanOrEqual(Number(rows.get('longest insert outside V8 GC, ms')));
   }, 130_000);
 });
 
 describe('bench:scale, the split of slow inserts', () => {
-  test('a window never switched out bounds the busy time; switched out, nothing is known', () => {
-    expect(windowBusy([1e6, 2e6, 7], [3e6, 2.5e6, 7])).toBe(2.5);
-    expect(windowBusy([1e6, 2e6, 7], [3e6, 2.5e6, 8])).toBe(Infinity);
+  const w = (run: number, wait: number, slices: number, at: number) => ({ run: run * 1e6, wait: wait * 1e6, slices, at });
+
+  test('own time: never switched out, the time neither on a CPU nor waiting was stolen', () => {
+    // A 6 ms call starting 0.5 ms into a 6.5 ms window with 1 ms on a CPU: 5.5 ms stolen, of which
+    // at most 0.5 ms before the call, so at least 5 ms inside it: own at most 1 ms.
+    expect(ownTime(6, 100.5, w(10, 2, 7, 100), w(11, 2, 7, 106.5))).toBeCloseTo(1, 9);
+    // The same with the thread switched out: the 5.5 ms could be sleep, which is the call's own.
+    expect(ownTime(6, 100.5, w(10, 2, 7, 100), w(11, 2, 8, 106.5))).toBe(6);
+    // Switched out, waiting for a CPU counts: 5 ms waiting, at most 0.5 ms of it before the call.
+    expect(ownTime(6, 100.5, w(10, 2, 7, 100), w(11, 7, 8, 106.5))).toBeCloseTo(1.5, 9);
+    // Not running entirely before the call: nothing is taken off it.
+    expect(ownTime(2, 108, w(10, 2, 7, 100), w(12, 2, 7, 110))).toBe(2);
+    // Never below zero, never above the call.
+    expect(ownTime(3, 100, w(0, 0, 1, 100), w(0, 0, 1, 110))).toBe(0);
+    expect(ownTime(3, 100, w(0, 0, 1, 100), w(3, 0, 1, 103))).toBe(3);
   });
 
-  test('calls are split by V8 collection first, then by their busy time', () => {
+  test('calls are split by V8 collection first, then by their own time', () => {
     const gcs: Array<[number, number]> = [[100, 103], [200, 201]];
     const split = splitSlowCalls([
-      [99, 101.5, Infinity],  // overlaps the first collection, under 5 ms
-      [195, 202, 1],          // overlaps the second, over 5 ms (busy does not matter here)
-      [300, 306, 0.5],        // over 5 ms, busy 0.5 ms: the vCPU was not running
-      [400, 406, 5],          // over 5 ms, busy exactly 5 ms: still the host's
-      [500, 507, 5.5],        // over 5 ms, busy 5.5 ms: ours
-      [600, 608, Infinity],   // over 5 ms, switched out: ours, all 8 ms
+      [99, 101.5, 2.5],       // overlaps the first collection, under 5 ms
+      [195, 202, 1],          // overlaps the second, over 5 ms (own time does not matter here)
+      [300, 306, 0.5],        // over 5 ms, own 0.5 ms: not running
+      [400, 406, 5],          // over 5 ms, own exactly 5 ms: still not running
+      [500, 507, 5.5],        // over 5 ms, own 5.5 ms: its own
+      [600, 608, 8],          // over 5 ms, all its own
       [700, 703, 0.2],        // under 5 ms
       [103, 104.5, 0.1],      // touches the first collection's end only: outside it
     ], gcs);
-    expect(split).toEqual({ over1InGc: 2, over5InGc: 1, longestOutsideGc: 8, over5Host: 2, longestOwn: 8 });
-    const noSwitch = splitSlowCalls([[0, 9, 4], [10, 13, 3]], []);
-    expect(noSwitch).toEqual({ over1InGc: 0, over5InGc: 0, longestOutsideGc: 9, over5Host: 1, longestOwn: 4 });
-    expect(splitSlowCalls([], gcs)).toEqual({ over1InGc: 0, over5InGc: 0, longestOutsideGc: 0, over5Host: 0, longestOwn: 0 });
+    expect(split).toEqual({ over1InGc: 2, over5InGc: 1, longestOutsideGc: 8, over5NotRunning: 2, longestOwn: 8 });
+    expect(splitSlowCalls([[0, 9, 4], [10, 13, 3]], [])).toEqual(
+      { over1InGc: 0, over5InGc: 0, longestOutsideGc: 9, over5NotRunning: 1, longestOwn: 4 });
+    expect(splitSlowCalls([], gcs)).toEqual({ over1InGc: 0, over5InGc: 0, longestOutsideGc: 0, over5NotRunning: 0, longestOwn: 0 });
   });
 });
