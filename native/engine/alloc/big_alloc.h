@@ -10,7 +10,7 @@
 // other CPU away for 150 ms in 20 s (steal time, in pauses of several milliseconds), where the same
 // thread faulting 4 KiB pages took nothing; and 10M single inserts had an insert over 5 ms outside
 // any V8 collection in each of four loads with huge pages, none in four without (scripts/stalls.mjs,
-// README "Which pauses are V8's"). CAPPED_EXPIRATIOND_HUGE_PAGES=1 in the environment (read once,
+// README "Huge pages and the other CPU"). CAPPED_EXPIRATIOND_HUGE_PAGES=1 in the environment (read once,
 // at the first big allocation) asks for MADV_HUGEPAGE instead, for bare metal, where a huge
 // page's fault costs about 0.25 ms on the faulting thread alone.
 //
@@ -51,7 +51,7 @@ inline bool huge_pages() {
   return on;
 }
 
-// What big_calloc(bytes) really takes: huge-page mappings are whole 2 MiB pages.
+// What big_calloc(bytes) really takes: big mappings are whole 2 MiB blocks.
 inline size_t big_size(size_t bytes) {
 #ifdef CE_BIG_MMAP
   if (bytes >= kHugePage) return (bytes + kHugePage - 1) & ~(kHugePage - 1);
