@@ -60,7 +60,7 @@ class Index {
   virtual size_t size() const = 0;
   // Every byte the index holds natively, used or not: a TREE's whole node pool (live nodes, freed
   // nodes awaiting reuse, the rest of the last chunk), a HASH's whole table (its capacity, in
-  // whole 2 MiB pages once it is huge-page backed).
+  // whole 2 MiB blocks once it is a big mapping, 2 MiB or more).
   virtual size_t memory() const = 0;
 
   // See the header comment. REQUIRES: `data` is a tuple's MessagePack that passed

@@ -4,7 +4,9 @@
 // Two costs grow with a space and used to land in one call:
 //   - The first write to a fresh 2 MiB huge page faults, and the kernel zeroes all 2 MiB in that
 //     fault: about 0.25 ms on a typical server, and 5-8 ms measured on these VMs, where the host
-//     backs the guest's memory on first touch. An insert that opened a new arena chunk,
+//     backs the guest's memory on first touch. (Big mappings now take 4 KiB pages unless the
+//     environment asks for huge ones, big_alloc.h; faulting them ahead still keeps each insert's
+//     share of the kernel's work off the JavaScript thread.) An insert that opened a new arena chunk,
 //     node-pool chunk or hash table paid it, several times when a hash migration scattered its
 //     first moves over untouched pages.
 //   - munmap() of a mapping returns its pages to the kernel: about 22 ms for the 10M-tuple

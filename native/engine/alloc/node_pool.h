@@ -5,8 +5,8 @@
 // the expiry loop showed a fifth of its time in malloc and free. The pool instead carves blocks
 // from chunks and keeps freed blocks on a free list, so take() and give() are a few instructions
 // on memory that is already in cache. Chunks start at 4 KiB and double up to 2 MiB; from then on
-// each chunk is a 2 MiB block backed by a transparent huge page (see big_alloc.h), so a descent
-// through a large tree does not also miss the TLB at every level.
+// each chunk is a 2 MiB block (big_alloc.h: 4 KiB pages by default; with huge pages, which the
+// environment can ask for, a descent through a large tree does not also miss the TLB at every level).
 //
 // Freed blocks are reused by later inserts, not returned to the system, until reset() (the tree
 // was cleared or emptied) or the pool's destruction; reserved() counts every chunk.
@@ -15,8 +15,8 @@
 // (next_chunk_) as address space only (an untouched mapping holds no memory); when three
 // quarters of the current chunk are carved (populate_at_: 1,024 nodes before it is needed) the
 // background thread (background.h) faults in the pages of the chunk take() starts next (that one,
-// or one that reserve() set aside), so that no take() pays the kernel's zeroing of a fresh huge
-// page. reserved() counts the chunk ahead from the moment its pages were asked for.
+// or one that reserve() set aside), so that no take() pays the kernel's zeroing of fresh
+// pages. reserved() counts the chunk ahead from the moment its pages were asked for.
 //
 // Built with CE_TUPLE_MALLOC (the sanitizer build and the native stress test), every block is
 // its own operator new allocation, so AddressSanitizer sees each node and injected allocation

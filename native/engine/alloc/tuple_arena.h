@@ -11,13 +11,14 @@
 // inserts rather than returned to the system; memory() counts whole slabs, free or not.
 //
 // The first kSmallSlabs slabs are malloc blocks, so a small space costs little. After that,
-// slabs are carved from 2 MiB chunks backed by transparent huge pages (see big_alloc.h): a
-// random read of one tuple among millions then costs a cache miss but not also a TLB miss.
+// slabs are carved from 2 MiB chunks (big_alloc.h: 4 KiB pages by default, huge pages when the
+// environment asks; with them a random read of one tuple among millions costs a cache miss but
+// not also a TLB miss).
 // The first chunk is allocated and faulted in ahead when three quarters of the malloc'd slabs are
 // used; the next chunk is allocated ahead (spare_) when the current one starts, as address space only
 // (an untouched mapping holds no memory), and once the current chunk is three quarters carved
 // into slabs (kPopulateAt) the background thread (background.h) faults its pages in, so that no
-// insert pays the kernel's zeroing of a fresh huge page. memory() counts whole chunks, and the
+// insert pays the kernel's zeroing of fresh pages. memory() counts whole chunks, and the
 // one ahead only from the moment its pages were asked for.
 //
 // Built with CE_TUPLE_MALLOC (the sanitizer build), every tuple is its own malloc block, so that

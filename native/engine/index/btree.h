@@ -62,8 +62,8 @@
 // element: 17.3 B when packed (sequential inserts, build()), 20.3 B after random inserts, 17.8 B
 // for a TTL index loaded over 3,600 distinct times (10M elements).
 //
-// Nodes are 512-byte blocks of a NodePool (node_pool.h): a free list over chunks backed by huge
-// pages, not malloc. memory() counts live nodes; freed ones wait in the pool for later inserts
+// Nodes are 512-byte blocks of a NodePool (node_pool.h): a free list over 2 MiB chunks, not
+// malloc. memory() counts live nodes; freed ones wait in the pool for later inserts
 // until the tree is emptied or cleared, which releases the pool. reserved() counts the pool.
 //
 // Rollback never allocates. A transaction's rollback re-inserts what it erased (space.h), so the

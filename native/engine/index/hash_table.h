@@ -9,9 +9,9 @@
 // checks, and refuses a pointer that does not. The home slot is the hash's high bits scaled to
 // the capacity (Lemire's multiply-shift), so the capacity need not be a power of two and grows
 // by 1.5x, not 2x, and home slots grow with the hash in every table: a tuple's home fraction
-// (home / capacity) is about the same in any table. Tables of 2 MiB and more ask the kernel for
-// transparent huge pages, because a random probe over a large table otherwise pays a TLB miss
-// on top of the cache miss.
+// (home / capacity) is about the same in any table. Tables of 2 MiB and more are big_alloc.h
+// mappings: 4 KiB pages by default, huge pages when the environment asks (a random probe over a
+// large table then saves its TLB miss).
 //
 // Growth (Redis's dict, in slot order): when an insert would take the table past 80% load, a
 // new table is allocated (the only allocation; if it fails, nothing has changed) and the old
@@ -388,7 +388,7 @@ class HashTable {
     spare_ = static_cast<uint64_t*>(big_calloc(bytes));
     spare_cap_ = cap;
     spare_bytes_ = big_size(bytes);
-    // A calloc'd spare (under 2 MiB) is not huge-page backed: counted whole, nothing to populate.
+    // A calloc'd spare (under 2 MiB) is not a big mapping: counted whole, nothing to populate.
     spare_populated_ = spare_bytes_ < kHugePage ? spare_bytes_ : 0;
   }
 
