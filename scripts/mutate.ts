@@ -326,7 +326,7 @@ function writeDoc(all: Map<string, Result>, mutants: Record<Kind, Mutant[]>): vo
     const results = mutants[kind].map((m) => all.get(`${kind}:${m.id}`)).filter((r): r is Result => r !== undefined);
     const s = score(results);
     const notRun = mutants[kind].length - results.length;
-    summary.push(`- **${kind === 'native' ? 'Native engine' : 'TypeScript (src/)'}**: ${s.text}` +
+    summary.push(`- **${kind === 'native' ? 'Native engine' : 'TypeScript (src/ and bench/lib/)'}**: ${s.text}` +
       `${notRun ? `; ${notRun} not run yet` : ''} (${mutants[kind].length} mutants).`);
     sections.push(`## ${kind === 'native' ? 'Native engine (scripts/mutants/native.json)' : 'TypeScript (scripts/mutants/ts.json)'}\n\n${table(results)}`);
   }
