@@ -1,11 +1,13 @@
-// Issue 15, fewer wake-ups for a paced pass: a timer wake-up runs k = ceil(chunks per pass / 100)
-// chunks back to back (a setImmediate between two of them, each its own transaction), stopping
-// early once the burst used 10 ms of CPU, then sleeps n * chunkDelay for the n chunks it ran (plus
-// fullScanDelay after the chunk that ends a pass): the formula's average rate, with at most about
-// 100 timer wake-ups per pass. The chunks' CPU comes from the injected CPU clock.
+// Issue 15, fewer wake-ups for a paced pass: a timer wake-up runs k chunks back to back (a
+// setImmediate between two of them, each its own transaction), k = max(ceil(chunks per pass /
+// 100), ceil(50 ms / chunkDelay)) and at most the chunks per pass, stopping early once the burst
+// used 10 ms of CPU, then sleeps n * chunkDelay for the n chunks it ran (plus fullScanDelay after
+// the chunk that ends a pass): the formula's average rate, with at most about 100 timer wake-ups
+// per pass, at least 50 ms apart while chunks are cheap. The chunks' CPU comes from the injected
+// CPU clock.
 import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions } from '../src/index.js';
-import { cpuClock } from '../src/expirationd/scheduler.js';
+import { cpuClock, MIN_WAKEUP_GAP } from '../src/expirationd/scheduler.js';
 import { advanceTo, BASE, fakeCpu, runNow, useKeepupTimers } from './support/keepup.js';
 
 useKeepupTimers();
@@ -34,10 +36,11 @@ function chunkTimes(options: TaskOptions): { times: number[]; options: TaskOptio
 }
 
 describe('bursts', () => {
-  test('a 5,000-tuple pass at scanSize 10 runs 6 chunks per wake-up and sleeps 6 chunk delays', () => {
+  test('a 5,000-tuple pass at scanSize 10 and scanTime 30 runs 6 chunks per wake-up and sleeps 6 chunk delays', () => {
     const space = makeSpace(5000);
-    // ceil(5001 / 10) = 501 chunks per pass, k = ceil(501 / 100) = 6; chunkDelay = 10 * 1 / 5001 s.
-    const { times, options } = chunkTimes({ scanSize: 10, scanTime: 1 });
+    // ceil(5001 / 10) = 501 chunks per pass, k = ceil(501 / 100) = 6; chunkDelay = 10 * 30 / 5001 s
+    // (60 ms, above the 50 ms gap, which therefore asks for 1).
+    const { times, options } = chunkTimes({ scanSize: 10, scanTime: 30 });
     const immediate = vi.spyOn(globalThis, 'setImmediate');
     const task = start(space, options);
     runNow(task);
@@ -45,7 +48,7 @@ describe('bursts', () => {
     expect(task.stats()).toMatchObject({ chunks: 6, wakeups: 1 });
     // The start's immediate, then one between each two chunks of the burst.
     expect(immediate).toHaveBeenCalledTimes(6);
-    const sleep = 6 * 10 / 5001 * 1000; // 12.0 ms
+    const sleep = 6 * 10 * 30 / 5001 * 1000; // 359.9 ms
     const last = times[times.length - 1];
     advanceTo(last + Math.floor(sleep) - 1);
     expect(task.stats().chunks).toBe(6);
@@ -54,9 +57,61 @@ describe('bursts', () => {
     expect(task.stats()).toMatchObject({ chunks: 12, wakeups: 2 });
   });
 
+  test('short waits: the same pass at scanTime 1 runs 26 chunks per wake-up, 52 ms apart', () => {
+    const space = makeSpace(5000);
+    // chunkDelay = 10 / 5001 s = 2.0 ms: k = ceil(50 / 2.0) = 26 chunks, then a sleep of 26 delays.
+    const { times, options } = chunkTimes({ scanSize: 10, scanTime: 1 });
+    const immediate = vi.spyOn(globalThis, 'setImmediate');
+    const task = start(space, options);
+    runNow(task);
+
+    expect(MIN_WAKEUP_GAP).toBe(0.05);
+    expect(task.stats()).toMatchObject({ chunks: 26, wakeups: 1 });
+    expect(immediate).toHaveBeenCalledTimes(26);
+    const sleep = 26 * 10 / 5001 * 1000; // 51.99 ms
+    expect(sleep).toBeGreaterThanOrEqual(MIN_WAKEUP_GAP * 1000);
+    const last = times[times.length - 1];
+    advanceTo(last + Math.floor(sleep) - 1);
+    expect(task.stats().chunks).toBe(26);
+    advanceTo(last + Math.ceil(sleep));
+    runNow(task);
+    expect(task.stats()).toMatchObject({ chunks: 52, wakeups: 2 });
+  });
+
+  test('a 1,000-chunk pass at scanTime 1 takes about 20 wake-ups, each at least 50 ms after the last burst', () => {
+    const space = makeSpace(100_000);
+    // chunkDelay = 100 / 100,001 s (1.0 ms): k = ceil(50.0005) = 51, so ceil(1001 / 51) = 20 wake-ups.
+    const { times, options } = chunkTimes({ scanSize: 100, scanTime: 1, fullScanDelay: 3600 });
+    const task = start(space, options);
+    for (let i = 0; i < 100_000 && task.stats().fullScans < 1; i++) vi.advanceTimersToNextTimer();
+    const stats = task.stats();
+    expect(stats).toMatchObject({ fullScans: 1, wakeups: 20 });
+    expect(stats.chunks).toBe(1000);  // the formula counts one more (len + 1)
+    // The fake times at which chunks ran: within a burst each setImmediate link takes 1 fake ms;
+    // between two bursts lies the sleep of 51 chunk delays (51.0 ms).
+    const distinct = [...new Set(times)];
+    const gaps = distinct.slice(1).map((t, i) => t - distinct[i]);
+    expect(gaps.filter((g) => g >= 50)).toHaveLength(19);
+    expect(gaps.every((g) => g >= 50 || g <= 1)).toBe(true);
+  });
+
+  test('a pass shorter than one gap runs whole in one wake-up, as does any pass at iterationDelay 0', () => {
+    // 50 tuples at scanSize 10: ceil(51 / 10) = 6 chunks per pass by the formula (the pass ends in
+    // its fifth), chunkDelay = 10 * 0.01 / 51 s (2 ms) asks for
+    // 26: the whole pass, once.
+    const small = start(makeSpace(50), { scanSize: 10, scanTime: 0.01, fullScanDelay: 3600 });
+    runNow(small);
+    expect(small.stats()).toMatchObject({ chunks: 5, wakeups: 1, fullScans: 1 });
+    small.kill();
+    const zero = start(makeSpace(3000), { scanSize: 10, iterationDelay: 0, fullScanDelay: 3600 });
+    runNow(zero);
+    expect(zero.stats()).toMatchObject({ chunks: 300, wakeups: 1, fullScans: 1 });
+  });
+
   test('a pass of 1,000 chunks takes at most 100 wake-ups and keeps the formula\'s average rate', () => {
     const space = makeSpace(100_000);
-    const task = start(space, { scanSize: 100, scanTime: 1, fullScanDelay: 3600 });
+    // scanTime 60: chunkDelay = 100 * 60 / 100,001 s (60 ms), above the gap.
+    const task = start(space, { scanSize: 100, scanTime: 60, fullScanDelay: 3600 });
     const startedAt = Date.now();
     let endedAt = 0;
     task.on('fullScan', () => {
@@ -69,9 +124,9 @@ describe('bursts', () => {
     expect(stats.wakeups).toBeLessThanOrEqual(100);
     // ceil(100001 / 100) = 1001 chunks per pass: k = 11.
     expect(stats.wakeups).toBe(Math.ceil(stats.chunks / 11));
-    // scanTime 1: the pass takes about 1 s of fake time (the sleeps between bursts, plus the 1 ms
+    // scanTime 60: the pass takes about 60 s of fake time (the sleeps between bursts, plus the 1 ms
     // each link of a fake immediate chain takes).
-    const sleeps = stats.chunks * 100 / 100_001 * 1000;
+    const sleeps = stats.chunks * 100 * 60 / 100_001 * 1000;
     expect(endedAt - startedAt).toBeGreaterThanOrEqual(Math.floor(sleeps * 0.98) - 10);
     expect(endedAt - startedAt).toBeLessThanOrEqual(sleeps + stats.chunks + 10);
   });
@@ -111,7 +166,7 @@ describe('bursts', () => {
     expect(task.stats()).toMatchObject({ wakeups: wakeups + 1, fullScans: 1 });
   });
 
-  test('passes under 100 chunks keep one chunk per wake-up', () => {
+  test('passes under 100 chunks keep one chunk per wake-up when the wait is at least 50 ms', () => {
     const space = makeSpace(990);
     const task = start(space, { scanSize: 10, scanTime: 99.1 });
     runNow(task);

@@ -10,12 +10,18 @@
 // decides which; every chunk is still its own transaction, and between two chunks there is always
 // a setImmediate, so the event loop turns and the longest pause is one chunk):
 // - Bursts (a paced pass): a timer wake-up runs up to k = burstSize() chunks back to back, where
-//   k = ceil(chunks per pass / MAX_WAKEUPS_PER_PASS), chunks per pass = ceil((len + 1) / scanSize)
-//   with len = itIndex.len() when the pass began (or now, if larger),
-//   and stops early once the burst has used BURST_MS of CPU. After n chunks it sleeps
-//   n * chunkDelay (plus fullScanDelay when the burst ended the pass): the formula's average rate,
-//   with at most about 100 timer wake-ups per pass (a 1M pass at scanSize 1024 is 977 chunks,
-//   k = 10, 98 wake-ups). For passes under 100 chunks k = 1: one chunk per wake-up, as before.
+//   k = max(ceil(chunks per pass / MAX_WAKEUPS_PER_PASS), ceil(MIN_WAKEUP_GAP / chunkDelay)),
+//   at most the chunks per pass, with chunks per pass = ceil((len + 1) / scanSize) and len =
+//   itIndex.len() when the pass began (or now, if larger). A burst stops early once it has used
+//   BURST_MS of CPU. After n chunks it sleeps n * chunkDelay (plus fullScanDelay when the burst
+//   ended the pass): the formula's average rate, with at most about 100 timer wake-ups per pass,
+//   and wake-ups at least MIN_WAKEUP_GAP apart while the chunks are cheap. A 1M pass at scanSize
+//   1024 and scanTime 1 is 977 chunks with a chunkDelay of 1.02 ms: k = 49, 20 wake-ups, 50 ms
+//   apart. At the default scanTime (chunkDelay 1 s) k = 10: 98 wake-ups. A pass under 100 chunks
+//   whose chunkDelay is at least MIN_WAKEUP_GAP runs one chunk per wake-up, as before.
+//   Why the gap: a timer wake-up of a Node process on these VMs costs about 150 µs of CPU (Node's
+//   timer path run with cold caches after the thread slept; a C program's sleep and wake-up costs
+//   about 35 µs), against 1-5 µs for a setImmediate hop between two chunks of a burst.
 // - Backlog mode (early-break tasks): a chunk that found only expired tuples is followed at once
 //   by the next chunk, while the task's chunks used less than maxCpuShare of one core over the
 //   last CPU_WINDOW_MS (a sliding window of the chunks' own durations, CpuWindow below). Over
@@ -34,6 +40,8 @@ import type { Config } from './options.js';
 
 /** A paced pass takes at most about this many timer wake-ups. */
 export const MAX_WAKEUPS_PER_PASS = 100;
+/** A paced pass's timer wake-ups are at least this far apart (seconds), unless BURST_MS cut a burst. */
+export const MIN_WAKEUP_GAP = 0.05;
 /** A burst of a paced pass stops once its chunks used this much CPU (ms). */
 export const BURST_MS = 10;
 /** The sliding window over which maxCpuShare is measured (ms). */
@@ -59,7 +67,9 @@ export function chunkDelay(config: Config, len = config.it.len()): number {
 }
 
 /**
- * Chunks a timer wake-up of a paced pass runs: ceil(chunks per pass / MAX_WAKEUPS_PER_PASS).
+ * Chunks a timer wake-up of a paced pass runs: ceil(chunks per pass / MAX_WAKEUPS_PER_PASS), or
+ * more when the formula's waits are short, so that the sleep after a whole burst (k * chunkDelay)
+ * is at least MIN_WAKEUP_GAP; never more than the chunks per pass.
  * `passLen`: itIndex.len() when the pass began. A pass visits every tuple that was there, so the
  * pass is sized by the larger of that and the current len: sized by the current len alone, a pass
  * that deletes as it goes shrinks its bursts and overruns the 100 wake-ups (1M tuples, 10%
@@ -67,7 +77,12 @@ export function chunkDelay(config: Config, len = config.it.len()): number {
  */
 export function burstSize(config: Config, passLen = 0, len = config.it.len()): number {
   const chunksPerPass = Math.ceil((Math.max(len, passLen) + 1) / config.scanSize);
-  return Math.max(1, Math.ceil(chunksPerPass / MAX_WAKEUPS_PER_PASS));
+  const byPass = Math.ceil(chunksPerPass / MAX_WAKEUPS_PER_PASS);
+  const delay = chunkDelay(config, len);
+  // A zero wait (iterationDelay 0) asks for no gap at all: the whole pass may run as one burst.
+  // (The epsilon keeps a quotient such as 0.05 / 0.001 from rounding up to 51.)
+  const byGap = delay > 0 ? Math.ceil(MIN_WAKEUP_GAP / delay - 1e-9) : chunksPerPass;
+  return Math.max(1, byPass, Math.min(byGap, chunksPerPass));
 }
 
 /**
