@@ -29,9 +29,14 @@
 // monitorEventLoopDelay (1 ms resolution; its timer costs CPU, so that run is not in the CPU
 // figures). Unless --no-native, one more run of each times the native chunk alone (expireChunk
 // back to back until the pass ends: no timers, no poll), the floor under our CPU figure.
+// The poll alone: after each timed run, each side runs the same stop loop again on an idle
+// space for the run's wall time (ours in the same child once the task is killed; Tarantool's in a
+// fresh tarantool running bench/anchor-poll.lua), and the table below the main one gives its CPU
+// and the ratio with each side's poll taken off. A Node timer wake-up costs more than a fiber's.
 // Without tarantool on the PATH the anchor columns are skipped, with how to install it.
 import { execFile, fork } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -81,12 +86,16 @@ interface OurResult {
   /** The chunks' synchronous parts, summed (wall time, as the task measures them). */
   inChunksMs: number;
   pauseMs: number | undefined;
+  /** CPU of the stop loop alone, run again for wallMs with no task (NaN in a pause run). */
+  pollMs: number;
 }
 
 interface AnchorResult {
   cpuMs: number;
   wallMs: number;
   expired: number;
+  /** CPU of the anchor's stop loop alone for wallMs, in an idle tarantool (bench/anchor-poll.lua). */
+  pollMs: number;
 }
 
 const HERE = __filename;
@@ -167,6 +176,19 @@ async function runOurs(config: OurConfig): Promise<OurResult | NativeResult> {
   task.kill();
   chunkObserver.onChunk = undefined;
   if (failure !== undefined) throw failure;
+  // The stop loop alone, for the same wall time: the same min() and 10 ms sleep, no task.
+  let pollMs = NaN;
+  if (!config.pauses) {
+    const poll0 = process.cpuUsage();
+    const pollStart = performance.now();
+    while (performance.now() - pollStart < wallMs) {
+      const first = exp.min();
+      if (first !== undefined && (first[2] as number) <= now) break;  // never: every TTL left is live
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+    const c = process.cpuUsage(poll0);
+    pollMs = (c.user + c.system) / 1000;
+  }
   return {
     config,
     cpuMs: (cpu.user + cpu.system) / 1000,
@@ -182,6 +204,7 @@ async function runOurs(config: OurConfig): Promise<OurResult | NativeResult> {
     p99ChunkMs: durations.sort((a, b) => a - b)[Math.min(durations.length - 1, Math.floor(0.99 * durations.length))] ?? 0,
     inChunksMs,
     pauseMs: delay === undefined ? undefined : delay.max / 1e6,
+    pollMs,
   };
 }
 
@@ -256,9 +279,9 @@ function findAnchor(): Anchor | string {
 // capped indexed N=1000000 expired=100000 scan_size=1024 scan_time=1: wall 0.328 s, cpu 0.192 s, ...
 const ANCHOR_LINE = /^capped (\w+) N=(\d+) expired=(\d+) scan_size=\d+ scan_time=\d+: wall ([\d.]+) s, cpu ([\d.]+) s/m;
 
-function runAnchor(anchor: Anchor, w: Workload, mode: Mode): Promise<AnchorResult> {
+async function runAnchor(anchor: Anchor, w: Workload, mode: Mode): Promise<AnchorResult> {
   const args = [anchor.script, anchor.snapshot, String(w.tuples), String(w.fraction), mode, String(w.scanSize), String(w.scanTime)];
-  return new Promise((resolve, reject) => {
+  const run = await new Promise<Omit<AnchorResult, 'pollMs'>>((resolve, reject) => {
     execFile('bash', args, { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
       const m = ANCHOR_LINE.exec(stdout);
       if (error || !m) {
@@ -268,6 +291,29 @@ function runAnchor(anchor: Anchor, w: Workload, mode: Mode): Promise<AnchorResul
       resolve({ expired: Number(m[3]), wallMs: Number(m[4]) * 1000, cpuMs: Number(m[5]) * 1000 });
     });
   });
+  return { ...run, pollMs: await runAnchorPoll(run.wallMs) };
+}
+
+// poll wall 1.203 s, cpu 0.0112 s, polls 118
+const POLL_LINE = /^poll wall ([\d.]+) s, cpu ([\d.]+) s, polls (\d+)$/m;
+
+/** The anchor's stop loop alone for wallMs, in a fresh tarantool with a scratch work_dir. */
+async function runAnchorPoll(wallMs: number): Promise<number> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'anchor-poll-'));
+  try {
+    const stdout = await new Promise<string>((resolve, reject) => {
+      execFile('tarantool', [path.join(ROOT, 'bench', 'anchor-poll.lua'), String(Math.round(wallMs))],
+        { cwd: dir, env: { ...process.env, TT_WORKDIR: dir }, maxBuffer: 1 << 20 }, (error, out, err) => {
+          if (error) reject(new Error(`bench/anchor-poll.lua failed: ${(err || out || String(error)).trim().slice(0, 500)}`));
+          else resolve(out);
+        });
+    });
+    const m = POLL_LINE.exec(stdout);
+    if (!m) throw new Error(`bench/anchor-poll.lua printed no result: ${stdout.trim().slice(0, 200)}`);
+    return Number(m[2]) * 1000;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 function median(xs: number[]): number {
@@ -377,6 +423,12 @@ async function main(): Promise<void> {
     ]);
   }
   console.log(table(head, rows));
+  const pollRows = pollTable(ours, theirs);
+  if (pollRows.length > 0) {
+    console.log('The stop loop alone (each side\'s poll run again for the run\'s wall time on an idle space; medians), and the');
+    console.log('ratio with each side\'s poll taken off its CPU (per round, then the median):');
+    console.log(table(['workload', 'ours poll ms', 'Tarantool poll ms', 'ours - poll ms', 'Tarantool - poll ms', 'ratio without the polls'], pollRows));
+  }
   console.log('CPU: the whole process (process.cpuUsage(); os.clock() for Tarantool), from the task\'s start until the TTL');
   console.log(`index's min() is live, polled every ${POLL_MS} ms on both sides; ns/expired = CPU / expired tuples. Longest chunk:`);
   console.log('max over all runs (p99: median); both are wall time, so on a loaded machine they include preemption. Native loop: CPU of\n' +
@@ -384,6 +436,27 @@ async function main(): Promise<void> {
   const goals = goalLines(head, rows);
   for (const g of goals) console.log(g);
   if (!ok) process.exitCode = 1;
+}
+
+/** The poll-alone rows: TREE pk rows with an anchor run, one per mode. */
+function pollTable(ours: Map<string, OurResult[]>, theirs: Map<Mode, AnchorResult[]>): string[][] {
+  const rows: string[][] = [];
+  for (const row of ROWS) {
+    const anchorRuns = theirs.get(row.mode)!;
+    if (row.pk !== 'TREE' || anchorRuns.length === 0) continue;
+    const timed = ours.get(row.label)!.filter((r) => !Number.isNaN(r.cpuMs));
+    const net = timed.map((r) => r.cpuMs - r.pollMs);
+    const theirNet = anchorRuns.map((r) => r.cpuMs - r.pollMs);
+    rows.push([
+      row.label,
+      fmt(median(timed.map((r) => r.pollMs)), 1),
+      fmt(median(anchorRuns.map((r) => r.pollMs)), 1),
+      fmt(median(net), 1),
+      fmt(median(theirNet), 1),
+      fmt(median(net.map((n, i) => n / theirNet[i])), 2),
+    ]);
+  }
+  return rows;
 }
 
 function goalLines(head: string[], rows: string[][]): string[] {
