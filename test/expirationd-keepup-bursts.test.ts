@@ -36,46 +36,40 @@ function chunkTimes(options: TaskOptions): { times: number[]; options: TaskOptio
 }
 
 describe('bursts', () => {
-  test('a 5,000-tuple pass at scanSize 10 and scanTime 30 runs 6 chunks per wake-up and sleeps 6 chunk delays', () => {
+  /**
+   * A 5,000-tuple pass at scanSize 10 and this scanTime: the first wake-up runs k chunks (the
+   * start's immediate, then one between each two), sleeps k chunk delays, and the second runs k more.
+   */
+  function expectBursts(scanTime: number, k: number): void {
     const space = makeSpace(5000);
-    // ceil(5001 / 10) = 501 chunks per pass, k = ceil(501 / 100) = 6; chunkDelay = 10 * 30 / 5001 s
-    // (60 ms, above the 50 ms gap, which therefore asks for 1).
-    const { times, options } = chunkTimes({ scanSize: 10, scanTime: 30 });
+    const { times, options } = chunkTimes({ scanSize: 10, scanTime });
     const immediate = vi.spyOn(globalThis, 'setImmediate');
     const task = start(space, options);
     runNow(task);
 
-    expect(task.stats()).toMatchObject({ chunks: 6, wakeups: 1 });
-    // The start's immediate, then one between each two chunks of the burst.
-    expect(immediate).toHaveBeenCalledTimes(6);
-    const sleep = 6 * 10 * 30 / 5001 * 1000; // 359.9 ms
-    const last = times[times.length - 1];
-    advanceTo(last + Math.floor(sleep) - 1);
-    expect(task.stats().chunks).toBe(6);
-    advanceTo(last + Math.ceil(sleep));
-    runNow(task);
-    expect(task.stats()).toMatchObject({ chunks: 12, wakeups: 2 });
-  });
-
-  test('short waits: the same pass at scanTime 1 runs 26 chunks per wake-up, 52 ms apart', () => {
-    const space = makeSpace(5000);
-    // chunkDelay = 10 / 5001 s = 2.0 ms: k = ceil(50 / 2.0) = 26 chunks, then a sleep of 26 delays.
-    const { times, options } = chunkTimes({ scanSize: 10, scanTime: 1 });
-    const immediate = vi.spyOn(globalThis, 'setImmediate');
-    const task = start(space, options);
-    runNow(task);
-
-    expect(MIN_WAKEUP_GAP).toBe(0.05);
-    expect(task.stats()).toMatchObject({ chunks: 26, wakeups: 1 });
-    expect(immediate).toHaveBeenCalledTimes(26);
-    const sleep = 26 * 10 / 5001 * 1000; // 51.99 ms
+    expect(task.stats()).toMatchObject({ chunks: k, wakeups: 1 });
+    expect(immediate).toHaveBeenCalledTimes(k);
+    const sleep = k * 10 * scanTime / 5001 * 1000;
     expect(sleep).toBeGreaterThanOrEqual(MIN_WAKEUP_GAP * 1000);
     const last = times[times.length - 1];
     advanceTo(last + Math.floor(sleep) - 1);
-    expect(task.stats().chunks).toBe(26);
+    expect(task.stats().chunks).toBe(k);
     advanceTo(last + Math.ceil(sleep));
     runNow(task);
-    expect(task.stats()).toMatchObject({ chunks: 52, wakeups: 2 });
+    expect(task.stats()).toMatchObject({ chunks: 2 * k, wakeups: 2 });
+  }
+
+  test('a 5,000-tuple pass at scanSize 10 and scanTime 30 runs 6 chunks per wake-up and sleeps 6 chunk delays', () => {
+    // ceil(5001 / 10) = 501 chunks per pass, k = ceil(501 / 100) = 6; chunkDelay = 10 * 30 / 5001 s
+    // (60 ms, above the 50 ms gap, which therefore asks for 1). The sleep: 359.9 ms.
+    expectBursts(30, 6);
+  });
+
+  test('short waits: the same pass at scanTime 1 runs 26 chunks per wake-up, 52 ms apart', () => {
+    // chunkDelay = 10 / 5001 s = 2.0 ms: k = ceil(50 / 2.0) = 26 chunks, then a sleep of 26 delays
+    // (51.99 ms).
+    expect(MIN_WAKEUP_GAP).toBe(0.05);
+    expectBursts(1, 26);
   });
 
   test('a 1,000-chunk pass at scanTime 1 takes about 20 wake-ups, each at least 50 ms after the last burst', () => {
