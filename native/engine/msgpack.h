@@ -198,8 +198,10 @@ inline const uint8_t* field(const uint8_t* array, uint32_t fieldno) {
 }
 
 struct Num {
-  enum Kind : uint8_t { kUint, kInt, kDouble } kind;  // kInt only for negative integers
-  union { uint64_t u; int64_t i; double d; };
+  // Initialized (to unsigned 0), so that a Num that read_num() did not fill, on a path where the
+  // field was checked to be a number before, still holds a defined value (gcc -O3 warns otherwise).
+  enum Kind : uint8_t { kUint, kInt, kDouble } kind = kUint;  // kInt only for negative integers
+  union { uint64_t u = 0; int64_t i; double d; };
 };
 
 // True when the value at p is a number (any integer or float encoding); fills *out.

@@ -239,7 +239,7 @@ void UpdateOps::apply(const uint8_t* tuple, std::string* out, bool skip_failed) 
           const uint8_t* s = mp::read_str(f, &slen);
           if (s == nullptr)
             throw field_error("the field is not a string");
-          int64_t pos;
+          int64_t pos = 0;
           read_int(op.arg, &pos);
           const int64_t n = slen;
           // Tarantool's splice: a 1-based position (negative from the end, -1 after the last
