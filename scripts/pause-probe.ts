@@ -10,7 +10,11 @@
 // 1 ms. For the five longest gaps it prints the chunks that overlapped the gap (from the task's
 // chunk observer, their durations in ms) and V8's collections in it, then the six longest chunks.
 // A gap with no chunk and no collection in it had nothing of ours running: the thread was idle
-// and woke up late, or did not get its CPU.
+// and woke up late, or did not get its CPU. Each of the longest chunks also gets the process's
+// CPU time over it (process.cpuUsage(), read through the task's CPU clock, which the task reads
+// just before and just after each chunk): wall time well above the CPU time is time the thread
+// did not run (preempted, or its virtual CPU stolen), not work. (The per-thread schedstat is no
+// use at this scale: the kernel brings it up to date only at ticks and switches.)
 import { PerformanceObserver } from 'node:perf_hooks';
 
 interface Span {
@@ -30,7 +34,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const { Space, expirationd } = await import('../src/index.js');
-  const { chunkObserver } = await import('../src/expirationd/scheduler.js');
+  const { chunkObserver, cpuClock } = await import('../src/expirationd/scheduler.js');
   const space = new Space('probe');
   space.createIndex('primary', { type: pk, parts: [{ field: 1, type: 'unsigned' }] });
   space.createIndex('exp', { type: 'TREE', unique: false, parts: [{ field: 3, type: 'unsigned' }] });
@@ -48,8 +52,20 @@ async function main(): Promise<void> {
     for (const e of list.getEntries()) collections.push({ at: e.startTime - t0, ms: e.duration });
   });
   observer.observe({ entryTypes: ['gc'] });
-  const chunks: Span[] = [];
-  chunkObserver.onChunk = (ms) => chunks.push({ at: performance.now() - t0 - ms, ms });
+  const chunks: (Span & { cpuMs: number })[] = [];
+  // The task reads its CPU clock once before and once after each chunk (a full scan reads it
+  // nowhere else): keep the CPU time read at the start, and pair it with the one at the end.
+  let started = process.cpuUsage();
+  let reads = 0;
+  const realNow = cpuClock.now;
+  cpuClock.now = () => {
+    if (reads++ % 2 === 0) started = process.cpuUsage();
+    return performance.now();
+  };
+  chunkObserver.onChunk = (ms) => {
+    const c = process.cpuUsage(started);
+    chunks.push({ at: performance.now() - t0 - ms, ms, cpuMs: (c.user + c.system) / 1000 });
+  };
   const gaps: Span[] = [];
   let last = performance.now();
   const interval = setInterval(() => {
@@ -72,6 +88,7 @@ async function main(): Promise<void> {
   clearInterval(interval);
   task.kill();
   chunkObserver.onChunk = undefined;
+  cpuClock.now = realNow;
   await new Promise((resolve) => setImmediate(resolve));  // the last gc entries
   observer.disconnect();
 
@@ -84,7 +101,7 @@ async function main(): Promise<void> {
       `(${inside.map((c) => c.ms.toFixed(2)).join(' ')}), ${gcs.length} collections (${gcs.map((c) => c.ms.toFixed(2)).join(' ')})`);
   }
   const longest = chunks.map((c, i) => ({ ...c, i })).sort((a, b) => b.ms - a.ms).slice(0, 6);
-  console.log(`longest chunks: ${longest.map((c) => `#${c.i} at ${c.at.toFixed(1)} ms: ${c.ms.toFixed(2)}`).join(', ')}`);
+  console.log(`longest chunks (wall ms / the process's CPU ms): ${longest.map((c) => `#${c.i} at ${c.at.toFixed(1)} ms: ${c.ms.toFixed(2)} / ${c.cpuMs.toFixed(2)}`).join(', ')}`);
 }
 
 void main();

@@ -17,7 +17,7 @@ describe('scripts/pause-probe.ts, tiny', () => {
     expect(r.status, r.stderr).toBe(0);
     // ceil(20,000 / 1024) = 20 chunks in the pass.
     expect(r.stdout).toMatch(new RegExp(`^${pk} pk, 20000 tuples: 20 chunks, the pass ended at [\\d.]+ ms; \\d+ gaps over 2 ms`, 'm'));
-    expect(r.stdout).toMatch(/^longest chunks: #\d+ at [\d.]+ ms: [\d.]+/m);
+    expect(r.stdout).toMatch(/^longest chunks \(wall ms \/ the process.s CPU ms\): #\d+ at [\d.]+ ms: [\d.]+ \/ [\d.]+/m);
     for (const line of r.stdout.split('\n').filter((l) => l.startsWith('gap '))) {
       expect(line).toMatch(/^gap [\d.]+ ms at [\d.]+ ms: \d+ chunks \([\d. ]*\), \d+ collections \([\d. ]*\)$/);
     }
