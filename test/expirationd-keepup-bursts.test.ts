@@ -180,4 +180,78 @@ describe('bursts', () => {
     vi.advanceTimersByTime(1000);
     expect(task.stats().chunks).toBe(chunks);
   });
+
+  // A careless onExpired inside a 26-chunk burst (scanSize 10, scanTime 1: bursts of 26 chunks):
+  // whatever it does, no live tuple is deleted, every deleted tuple was delivered, and a kill or a
+  // drop inside the burst ends it with no timer left.
+  function mixedSpace(): Space {
+    const space = new Space('bursts-misuse');
+    space.createIndex('primary', { type: 'TREE', parts: [[1, 'unsigned']] });
+    const tuples: unknown[][] = [];
+    for (let id = 0; id < 5000; id++) tuples.push([id, id % 2 === 0 ? BASE - 1000 : BASE + 3_600_000]);
+    space.insertMany(tuples);
+    return space;
+  }
+
+  function expectNothingLost(space: Space, delivered: Set<number>): void {
+    for (let id = 0; id < 5000; id++) {
+      const stored = space.get(id) !== undefined;
+      if (id % 2 === 1) expect(stored, `live tuple ${id}`).toBe(true);
+      else if (!stored) expect(delivered.has(id), `deleted tuple ${id} was delivered`).toBe(true);
+    }
+  }
+
+  test.each([
+    ['throws on every other call', (calls: number) => {
+      if (calls % 2 === 0) throw new Error('careless');
+    }],
+    ['returns a rejected Promise on every third call', (calls: number) =>
+      (calls % 3 === 0 ? Promise.reject(new Error('careless')) : undefined)],
+  ])('onExpired that %s inside a burst loses nothing', async (_, misbehave) => {
+    const space = mixedSpace();
+    const delivered = new Set<number>();
+    let calls = 0;
+    const errors: unknown[] = [];
+    const task = start(space, {
+      scanSize: 10, scanTime: 1,
+      onExpired: (tuples: unknown[][]) => {
+        calls++;
+        const result: unknown = misbehave(calls);
+        // A call that throws or returns a Promise (rejected here) does not count as a delivery:
+        // its tuples must stay stored until a later call takes them.
+        if (!(result instanceof Promise)) for (const t of tuples) delivered.add(t[0] as number);
+        return result;
+      },
+    });
+    task.on('error', (error) => errors.push(error));
+    // The async variant lets settled Promises run their reactions between two timers.
+    for (let i = 0; i < 2000 && task.stats().fullScans < 1; i++) await vi.advanceTimersToNextTimerAsync();
+    expect(calls).toBeGreaterThan(2);
+    expect(errors.length).toBeGreaterThan(0);
+    expectNothingLost(space, delivered);
+  });
+
+  test.each(['kill()', 'space.drop()'])('onExpired that calls %s in the third chunk of a burst ends it', (what) => {
+    const space = mixedSpace();
+    const delivered = new Set<number>();
+    let calls = 0;
+    const task: Task = start(space, {
+      scanSize: 10, scanTime: 1,
+      onExpired: (tuples: unknown[][]) => {
+        for (const t of tuples) delivered.add(t[0] as number);
+        if (++calls === 3) {
+          if (what === 'kill()') task.kill();
+          else space.drop();
+        }
+      },
+    });
+    runNow(task);
+    expect(calls).toBe(3);
+    expect(task.stats().chunks).toBe(3);
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(10_000);
+    expect(task.stats().chunks).toBe(3);
+    if (what === 'kill()') expectNothingLost(space, delivered);
+    else expect(space.dropped).toBe(true);
+  });
 });
