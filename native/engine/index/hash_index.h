@@ -2,7 +2,7 @@
 // and its cursor.
 //
 // A HASH index is unique, finds only by a full key, and walks only ALL (slot order) and EQ.
-// prepare(t) is the hash of t's key, and prefetches its home slot.
+// prepare(t) is the hash of t's key, and brings its home slot into cache (prefetch_hash).
 //
 // Costs: find, get, replace O(1) expected; build O(n); see hash_table.h.
 //
