@@ -117,6 +117,22 @@ function numberFlag(name: string, fallback: number, min: number): number {
 // ---------------------------------------------------------------------------------------------
 // Child: one run of our side.
 
+/**
+ * The anchor's tuples, in batches of 10,000 (one insertMany each). A function of its own: V8
+ * optimizes this loop while it runs, and when the loop sat in runOurs it then compiled runOurs
+ * as a whole on a background thread once runOurs resumed in its poll, inside the timed window
+ * (`--trace-opt`: 3-5 ms of CPU in every run, 30-50 ns per expired tuple of the indexed rows).
+ */
+function load(space: import('../src/index.js').Space, config: Workload, now: number): void {
+  const step = Math.floor(1 / config.fraction + 0.5);
+  for (let start = 1; start <= config.tuples; start += 10_000) {
+    const batch: unknown[][] = [];
+    for (let i = start; i < start + 10_000 && i <= config.tuples; i++)
+      batch.push([i, `user${i}@tarantool.io`, i % step === 0 ? now - 10 : now + 3600]);
+    space.insertMany(batch);
+  }
+}
+
 async function runOurs(config: OurConfig): Promise<OurResult | NativeResult> {
   const { Space, expirationd } = await import('../src/index.js');
   const { chunkObserver } = await import('../src/expirationd/scheduler.js');
@@ -124,17 +140,7 @@ async function runOurs(config: OurConfig): Promise<OurResult | NativeResult> {
   space.createIndex('primary', { type: config.pk, parts: [{ field: 1, type: 'unsigned' }] });
   space.createIndex('exp', { type: 'TREE', unique: false, parts: [{ field: 3, type: 'unsigned' }] });
   const now = Math.floor(Date.now() / 1000);
-  const step = Math.floor(1 / config.fraction + 0.5);
-  let expired = 0;
-  for (let start = 1; start <= config.tuples; start += 10_000) {
-    const batch: unknown[][] = [];
-    for (let i = start; i < start + 10_000 && i <= config.tuples; i++) {
-      const dead = i % step === 0;
-      if (dead) expired++;
-      batch.push([i, `user${i}@tarantool.io`, dead ? now - 10 : now + 3600]);
-    }
-    space.insertMany(batch);
-  }
+  load(space, config, now);
   (globalThis as { gc?: () => void }).gc?.();
   if (config.native) return nativeLoop(config, space, now);
 
