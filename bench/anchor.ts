@@ -439,9 +439,30 @@ async function main(): Promise<void> {
   console.log(`index's min() is live, polled every ${POLL_MS} ms on both sides; ns/expired = CPU / expired tuples. Longest chunk:`);
   console.log('max over all runs (p99: median); both are wall time, so on a loaded machine they include preemption. Native loop: CPU of\n' +
     'the chunks alone, expireChunk back to back in one more run (no timers, no poll). Longest pause: a separate run with monitorEventLoopDelay (1 ms resolution).');
+  const rounds = roundLines(ours, theirs);
+  if (rounds.length > 0) {
+    console.log('Each round (CPU ms, poll ms in brackets; ours and Tarantool\'s ran one after the other):');
+    for (const line of rounds) console.log(line);
+  }
   const goals = goalLines(head, rows);
   for (const g of goals) console.log(g);
   if (!ok) process.exitCode = 1;
+}
+
+/** Every round of the TREE pk rows, ours beside Tarantool's, so that a median can be checked. */
+function roundLines(ours: Map<string, OurResult[]>, theirs: Map<Mode, AnchorResult[]>): string[] {
+  const lines: string[] = [];
+  for (const row of ROWS) {
+    const anchorRuns = theirs.get(row.mode)!;
+    if (row.pk !== 'TREE' || anchorRuns.length === 0) continue;
+    const timed = ours.get(row.label)!.filter((r) => !Number.isNaN(r.cpuMs));
+    const cells = timed.map((r, i) => {
+      const t = anchorRuns[i];
+      return `${fmt(r.cpuMs, 1)} (${fmt(r.pollMs, 1)}) vs ${fmt(t.cpuMs, 1)} (${fmt(t.pollMs, 1)}): ${fmt(r.cpuMs / t.cpuMs, 2)}`;
+    });
+    lines.push(`- ${row.label}: ${cells.join('; ')}`);
+  }
+  return lines;
 }
 
 /** The poll-alone rows: TREE pk rows with an anchor run, one per mode. */
