@@ -33,6 +33,7 @@
 // space for the run's wall time (ours in the same child once the task is killed; Tarantool's in a
 // fresh tarantool running bench/anchor-poll.lua), and the table below the main one gives its CPU
 // and the ratio with each side's poll taken off. A Node timer wake-up costs more than a fiber's.
+// Below the tables, every round of the TREE rows (ours beside Tarantool's, with both polls).
 // Without tarantool on the PATH the anchor columns are skipped, with how to install it.
 import { execFile, fork } from 'node:child_process';
 import fs from 'node:fs';
