@@ -1,8 +1,8 @@
 // A task's first chunk loads no module of Node's: whatever the daemon needs is loaded when the
 // library is imported. The global `performance` is a lazy getter in Node 20 whose first use
 // loads perf_hooks and seven internal modules (1-2 ms), and the chunk clock once used it: a
-// process that had never touched it paid that inside its first task's first chunk, a pause and
-// CPU inside the task's first pass (bench:anchor's timed window). Runs the sources (through tsx,
+// process that had never touched it paid that in the pause of its first task's first chunk, and
+// in the task's first pass (bench:anchor's timed window). Runs the sources (through tsx,
 // so that the mutation harness's copies are what runs) in a fresh process, which never touches
 // `performance` itself.
 import { spawnSync } from 'node:child_process';

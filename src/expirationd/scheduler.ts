@@ -54,7 +54,7 @@ export const CPU_WINDOW_MS = 1000;
  * performance.now() around each chunk's synchronous part. Tests replace `cpuClock.now` to inject
  * the cost of a chunk deterministically; nothing else should. `performance` is imported, not the
  * global: Node loads perf_hooks (eight internal modules) on the global's first use, which was
- * otherwise a task's first chunk, 1-2 ms of loading inside its first pause.
+ * otherwise at a task's first chunk: 1-2 ms of loading in that chunk's pause.
  */
 export const cpuClock = { now: (): number => performance.now() };
 
