@@ -255,6 +255,9 @@ function spawnRun(config: RunConfig): Promise<RunResult> {
     const child = fork(HERE, ['--child', JSON.stringify(config)], {
       cwd: ROOT,
       execArgv: ['--import', tsx],
+      // No tsx disk cache: its expiry of old entries would run inside the measured stream
+      // (bench/anchor.ts's spawnOurs says why).
+      env: { ...process.env, TSX_DISABLE_CACHE: '1' },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     let result: RunResult | undefined;
