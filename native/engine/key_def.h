@@ -14,7 +14,8 @@
 // tie. A non-unique TTL index ties constantly (thousands of tuples share a second), so for two
 // numeric parts (a non-unique index on a number, ordered by a numeric primary key) the hint is
 // composite: 2 region bits, the first part's integer value in 41 bits (seconds, or milliseconds
-// until 2039), then the top 21 bits of the second part's order-preserving form. A non-integral
+// until 2039), then the second part in 21 order-preserving bits: exact for integers in [0, 2^20),
+// 15 significant bits up to 2^32, coarser beyond (key_def.cc, composite_low). A non-integral
 // first part takes the largest low bits, and a value outside [0, 2^41) falls in a region of its
 // own without the second part: both keep the order, and a tie is broken by the tuples.
 //

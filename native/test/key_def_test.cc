@@ -7,6 +7,7 @@
 #include "key_def.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "msgpack.h"
@@ -64,6 +65,53 @@ void random_number(Rng& r, Mp& m, FieldType type) {
   }
 }
 
+// A composite hint's second part across the tiers of its low bits (key_def.cc, composite_low):
+// [0, 2^20) exact, [2^20, 2^32) in 15 significant bits, everything else by hint_value's form;
+// with clusters of neighbours, so that equal and adjacent values meet inside one bucket.
+void tier_number(Rng& r, Mp& m, FieldType type) {
+  static const double edges[] = {0.0, -0.0, 1048575.0, 1048575.5, 1048576.0, 1048577.0, 4294967295.0,
+                                 4294967295.5, 4294967296.0, 4294967297.0, -0.5, -1.0, -1048576.0, 1e300,
+                                 -1e300, HUGE_VAL, -HUGE_VAL};
+  const bool integral_only = type != FieldType::kNumber;
+  const bool unsigned_only = type == FieldType::kUnsigned;
+  for (;;) {
+    switch (r.below(7)) {
+      case 0: m.uint(r.below(1u << 20)); return;
+      case 1: m.uint(1000 + r.below(40)); return;       // neighbours, exact tier
+      case 2: m.uint(3000000 + r.below(200)); return;   // neighbours across buckets of 64 (2^21..2^22)
+      case 3: m.uint((1u << 20) + r.below(0xffffffffu - (1u << 20))); return;
+      case 4:
+        if (integral_only) continue;
+        m.f64(r.unit() * 1048576.0);  // non-integral, exact tier (the floor)
+        return;
+      case 5: {
+        const double d = edges[r.below(sizeof edges / sizeof edges[0])];
+        if (integral_only && (std::trunc(d) != d || d >= 18446744073709551616.0 || d < -9223372036854775808.0)) continue;
+        if (unsigned_only && std::signbit(d) && d != 0) continue;
+        if (unsigned_only && std::signbit(d)) { m.f64(0.0); return; }
+        if (integral_only && d >= 0 && d < 18446744073709551616.0 && r.below(2)) m.uint(uint64_t(d));
+        else m.f64(d);
+        return;
+      }
+      default: m.uint(uint64_t(r.next()) << 32 | r.next()); return;
+    }
+  }
+}
+
+// The first part of a composite key from a few values, so that keys tie on it constantly (as a
+// TTL index does) and the hints' low bits decide: integers of each region, and a non-integral one.
+void few_firsts(Rng& r, Mp& m, FieldType type) {
+  static const double firsts[] = {0.0, 7.0, 1.8e9, 2.5, -3.0, 2199023255552.0};
+  for (;;) {
+    const double d = firsts[r.below(sizeof firsts / sizeof firsts[0])];
+    if (type != FieldType::kNumber && std::trunc(d) != d) continue;
+    if (type == FieldType::kUnsigned && d < 0) continue;
+    if (d >= 0 && r.below(2)) m.uint(uint64_t(d));
+    else m.f64(d);
+    return;
+  }
+}
+
 void random_value(Rng& r, Mp& m, FieldType type) {
   switch (type) {
     case FieldType::kString: {
@@ -83,6 +131,8 @@ struct Def {
   const char* what;
   std::vector<KeyPart> parts;
   bool composite;
+  // The first part from few_firsts() and the second from tier_number() (composite ties).
+  bool ties = false;
 };
 
 void check_hint_rules(const Def& d, uint32_t seed) {
@@ -95,9 +145,12 @@ void check_hint_rules(const Def& d, uint32_t seed) {
     m.array(fields);
     for (uint32_t f = 0; f < fields; f++) {
       FieldType type = FieldType::kNumber;
-      for (const KeyPart& p : d.parts)
-        if (p.fieldno == f) type = p.type;
-      random_value(r, m, type);
+      int part = -1;
+      for (size_t k = 0; k < d.parts.size(); k++)
+        if (d.parts[k].fieldno == f) type = d.parts[k].type, part = int(k);
+      if (d.ties && part == 0) few_firsts(r, m, type);
+      else if (d.ties && part == 1) tier_number(r, m, type);
+      else random_value(r, m, type);
     }
     kd.check_tuple(m.data());
     tuples.push_back(m.str());
@@ -191,6 +244,9 @@ int main() {
       {"composite number+unsigned", {KeyPart{0, FieldType::kNumber}, KeyPart{1, FieldType::kUnsigned}}, true},
       {"composite integer+number", {KeyPart{1, FieldType::kInteger}, KeyPart{0, FieldType::kNumber}}, true},
       {"composite asked of number+string", {KeyPart{0, FieldType::kNumber}, KeyPart{2, FieldType::kString}}, true},
+      {"composite ties, number+unsigned", {KeyPart{0, FieldType::kNumber}, KeyPart{1, FieldType::kUnsigned}}, true, true},
+      {"composite ties, unsigned+number", {KeyPart{2, FieldType::kUnsigned}, KeyPart{0, FieldType::kNumber}}, true, true},
+      {"composite ties, integer+integer", {KeyPart{1, FieldType::kInteger}, KeyPart{2, FieldType::kInteger}}, true, true},
   };
   uint32_t seed = uint32_t(test::g_seed);
   for (const Def& d : defs) check_hint_rules(d, seed++);
