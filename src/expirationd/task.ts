@@ -32,7 +32,7 @@
 // schedules the next chunk of the same pass (on the next turn of the event loop), unless that
 // chunk is still running: then its end schedules the next one. A stopped task holds no timer.
 import { Iter, type NativeCursor } from '../native/loader.js';
-import type { Tuple } from '../native/codec.js';
+import { decodeOne, scratchBuffer, type Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
 import { handleOf, onDrop, onInsert, type Space } from '../space/space.js';
 import { ignoreRejection, isThenable, keyOf } from './chunk.js';
@@ -504,9 +504,14 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     this.#floorAt = floor > 0 ? now + floor / config.unitSeconds : -Infinity;
   }
 
-  /** The TTL of itIndex's first tuple, as a number, or undefined. */
+  /**
+   * The TTL of itIndex's first stored tuple, as a number, or undefined. Read past a TTL space's
+   * filter (a NaN now): its min() would hide the expired tuples that lag and due-time wake-ups are
+   * about, and would call the space's clock, which may throw or call stats() (and so this) again.
+   */
   #minTtl(): number | undefined {
-    const first = this.#config.it.min();
+    const { it } = this.#config;
+    const first = decodeOne(handleOf(this.space).minmax(it.id, undefined, false, scratchBuffer(), NaN)) as Tuple | undefined;
     if (first === undefined) return undefined;
     const value = first[this.#config.fieldno];
     const ttl = typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : NaN;
