@@ -36,7 +36,9 @@
 // a setImmediate; it is ref'd, because libuv does not wake up for an unref'd immediate (it would
 // wait for some other event), so a pass at sub-millisecond pacing keeps the process alive until
 // it ends. Every other wait, and every wait between passes (at least 1 ms), is a setTimeout,
-// unref'd unless keepAlive: an idle task never keeps the process alive.
+// unref'd unless keepAlive: an idle task never keeps the process alive. A wait longer than a
+// timer can hold (2^31 - 1 ms, about 24.8 days: setTimeout would fire after 1 ms) is a chain of
+// timers, and runs once at its end.
 import { performance } from 'node:perf_hooks';
 import type { Config } from './options.js';
 
@@ -57,6 +59,16 @@ export const CPU_WINDOW_MS = 1000;
  * otherwise at a task's first chunk: 1-2 ms of loading in that chunk's pause.
  */
 export const cpuClock = { now: (): number => performance.now() };
+
+/**
+ * @internal The clock (in ms) against which a pending wake-up's time left is measured, so that
+ * bringing a wake-up forward never makes it later. Monotonic, unlike the task's `now`, which may
+ * jump. Tests on fake timers replace `wakeClock.now` with the fake Date.
+ */
+export const wakeClock = { now: (): number => performance.now() };
+
+/** The longest delay setTimeout honours (a longer one fires after 1 ms). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * @internal Benchmarks only (bench/expiry.ts): when set, called after each chunk's synchronous
@@ -136,9 +148,17 @@ export class CpuWindow {
 export class Scheduler {
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   private isImmediate = false;
+  /** wakeClock.now() when the pending timer's wait ends. */
+  private dueAt = 0;
+  /** What a chained long wait has left after the armed link (ms). */
+  private rest = 0;
   private run: () => void = () => {};
   private readonly wake = (): void => {
     this.timer = undefined;
+    if (this.rest > 0) {
+      this.arm(this.rest);
+      return;
+    }
     this.run();
   };
 
@@ -151,6 +171,12 @@ export class Scheduler {
   /** Whether the pending wake-up is a setImmediate. */
   get pendingImmediate(): boolean {
     return this.timer !== undefined && this.isImmediate;
+  }
+
+  /** Milliseconds until the pending wake-up (0 for an immediate), or Infinity when none is. */
+  get msLeft(): number {
+    if (this.timer === undefined) return Infinity;
+    return this.isImmediate ? 0 : Math.max(0, this.dueAt - wakeClock.now());
   }
 
   /**
@@ -166,12 +192,21 @@ export class Scheduler {
     if (this.isImmediate) {
       this.timer = setImmediate(wake);
     } else {
-      this.timer = setTimeout(wake, Math.max(ms, 1));
-      if (!this.keepAlive) this.timer.unref();
+      this.dueAt = wakeClock.now() + Math.max(ms, 1);
+      this.arm(ms);
     }
   }
 
+  /** A timer for ms, or for MAX_TIMER_MS when ms is longer (and wake arms the rest). */
+  private arm(ms: number): void {
+    const link = Math.min(Math.max(ms, 1), MAX_TIMER_MS);
+    this.rest = ms - link;
+    this.timer = setTimeout(this.wake, link);
+    if (!this.keepAlive) this.timer.unref();
+  }
+
   cancel(): void {
+    this.rest = 0;
     if (this.timer === undefined) return;
     if (this.isImmediate) clearImmediate(this.timer as NodeJS.Immediate);
     else clearTimeout(this.timer as NodeJS.Timeout);

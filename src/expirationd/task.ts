@@ -356,7 +356,11 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     }
     if (isThenable(now)) ignoreRejection(now);
     if (typeof now !== 'number' || Number.isNaN(now) || this.#state !== 'running' || this.#dueAt === -Infinity) return;
-    this.#schedule(Math.max(0, (target - now) * this.#config.unitSeconds), true, 'wait');
+    const wait = Math.max(0, (target - now) * this.#config.unitSeconds);
+    // Never later than the pending wake-up: the task's clock may have jumped back since it was
+    // scheduled (in its terms the target is earlier, in real time it would be later).
+    if (wait * 1000 >= this.#scheduler.msLeft) return;
+    this.#schedule(wait, true, 'wait');
     // Already due: nothing can be earlier.
     this.#dueAt = target <= now ? -Infinity : target;
   }
@@ -498,7 +502,9 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       if (floor > 0) wait = Math.max(wait, floor);
     }
     this.#schedule(wait, true, 'wait');
-    if (this.#state !== 'running') return;
+    // Stopped, or a wake() made during the pass turned the wait into the next turn (an insert
+    // must not replace that with a timer).
+    if (this.#state !== 'running' || this.#scheduler.pendingImmediate) return;
     // Sleeping between passes: an insert with an earlier TTL may bring the wake-up forward.
     this.#dueAt = now + wait / config.unitSeconds;
     this.#floorAt = floor > 0 ? now + floor / config.unitSeconds : -Infinity;

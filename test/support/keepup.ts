@@ -1,10 +1,11 @@
 // Shared set-up of the issue 15 tests (test/expirationd-keepup-*.test.ts): fake task timers and a
 // fake Date (so a task with `now: () => Date.now()` and unit 'ms' sees the fake clock move with the
-// timers), and an injected CPU clock for the daemon's CPU accounting (cpuClock in
-// src/expirationd/scheduler.ts), put back after each test.
+// timers), an injected CPU clock for the daemon's CPU accounting (cpuClock in
+// src/expirationd/scheduler.ts), and the fake Date as the clock of a pending wake-up's time left
+// (wakeClock), all put back after each test.
 import { afterEach, beforeEach, vi } from 'vitest';
 import { expirationd } from '../../src/index.js';
-import { cpuClock } from '../../src/expirationd/scheduler.js';
+import { cpuClock, wakeClock } from '../../src/expirationd/scheduler.js';
 import { TASK_TIMERS } from './task-timers.js';
 
 export const BASE = 1_000_000_000;
@@ -13,16 +14,19 @@ export const fakeCpu = { ms: 0 };
 
 export function useKeepupTimers(): void {
   const real = cpuClock.now;
+  const realWake = wakeClock.now;
   beforeEach(() => {
     vi.useFakeTimers({ toFake: [...TASK_TIMERS, 'Date'], now: BASE });
     fakeCpu.ms = 0;
     cpuClock.now = () => fakeCpu.ms;
+    wakeClock.now = () => Date.now();  // the fake Date moves with the fake timers
   });
   afterEach(() => {
     try {
       expirationd.killAll();
     } finally {
       cpuClock.now = real;
+      wakeClock.now = realWake;
       vi.restoreAllMocks();
       vi.useRealTimers();
     }
