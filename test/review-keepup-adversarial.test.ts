@@ -47,6 +47,17 @@ describe('an early-break task on a TTL-aware space', () => {
     }
   });
 
+  test('stats().lag on a wall-clock TTL space counts the expired tuple its reads hide', () => {
+    // The fake Date is the task's clock; reads on the space hide what the real wall clock
+    // has passed, as this tuple (1970).
+    const space = makeSpace({ ttl: { field: 2, unit: 'ms' } });
+    space.insert([1, BASE - 5000]);
+    expect(space.index.exp.min()).toBeUndefined();
+    const task = expirationd.start('adv', space, { itIndex: 'exp' });
+    task.stop();
+    expect(task.stats().lag).toBe(5000);
+  });
+
   test('a space clock that throws once, whichever read it hits, never throws out of a timer nor stops the task', () => {
     for (let k = 1; k <= 6; k++) {
       let calls = 0;
@@ -176,8 +187,13 @@ describe('task.wake() under attack', () => {
     space.insert([1, BASE - 1]);
     space.insert([2, BASE + 3_600_000]);
     let woke = false;
+    let clockReads = 0;
     const task = start(space, {
       fullScanDelay: 60,
+      now: () => {
+        clockReads++;
+        return Date.now();
+      },
       onExpired: () => {
         if (woke) return;
         woke = true;
@@ -187,7 +203,11 @@ describe('task.wake() under attack', () => {
     vi.advanceTimersByTime(0);
     expect(task.stats()).toMatchObject({ chunks: 1, fullScans: 1, expired: 1 });
     // Before the next turn: an insert due in 30 s, sooner than the 61 s wait the wake() replaced.
+    // With the next pass already on the next turn, the insert has nothing to bring forward: it
+    // does not even read the task's clock.
+    const reads = clockReads;
     space.insert([3, BASE + 30_000]);
+    expect(clockReads).toBe(reads);
     vi.advanceTimersByTime(1);
     expect(task.stats()).toMatchObject({ chunks: 2, fullScans: 2 });
   });
