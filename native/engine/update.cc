@@ -100,7 +100,8 @@ void UpdateOps::parse(const uint8_t* data, size_t size) {
     p = mp::next(p);
     uint32_t len = 0;
     const uint8_t* name = n > 0 ? mp::read_str(q, &len) : nullptr;
-    if (name == nullptr || len != 1 || std::strchr("=+-&|^!#:", char(name[0])) == nullptr)
+    // (strchr also finds the string's terminating NUL: an operator "\0" is not one.)
+    if (name == nullptr || len != 1 || name[0] == 0 || std::strchr("=+-&|^!#:", char(name[0])) == nullptr)
       throw fail(": unknown operator (expected one of = + - & | ^ ! # :)");
     Op op;
     op.op = char(name[0]);
@@ -244,8 +245,9 @@ void UpdateOps::apply(const uint8_t* tuple, std::string* out, bool skip_failed) 
           const int64_t n = slen;
           // Tarantool's splice: a 1-based position (negative from the end, -1 after the last
           // byte), clamped to the end; a negative length counts from the end.
+          // No negation of pos or of the length: either may be INT64_MIN.
           if (pos < 0) {
-            if (-pos > n + 1) throw field_error("SPLICE: offset is out of bound");
+            if (pos < -(n + 1)) throw field_error("SPLICE: offset is out of bound");
             pos = pos + n + 1;
           } else if (pos == 0) {
             throw field_error("SPLICE: offset is out of bound");
@@ -253,7 +255,7 @@ void UpdateOps::apply(const uint8_t* tuple, std::string* out, bool skip_failed) 
             pos = std::min<int64_t>(pos - 1, n);
           }
           int64_t cut = op.len;
-          if (cut < 0) cut = -cut > n - pos ? 0 : cut + n - pos;
+          if (cut < 0) cut = cut < -(n - pos) ? 0 : cut + n - pos;
           else if (cut > n - pos) cut = n - pos;
           const size_t from = store.size();
           const size_t total = size_t(n - cut) + op.str_len;

@@ -61,6 +61,20 @@ void splice_and_fields() {
   ops.array(1).array(5).str(":").integer(2).integer(-1).integer(0).str(std::string(300, 'b'));
   const std::string out = run_ops(t, ops.str());
   expect(out == Mp().array(2).uint(1).str(std::string(40, 'a') + std::string(300, 'b')).str(), "splice to str16");
+  // Position and length at INT64_MIN (no negation: UBSan sees one): out of bound, and a length
+  // that counts from the end past the start cuts nothing, as -2^40 does.
+  const std::string hello = Mp().array(2).uint(1).str("hello").str();
+  auto splice = [&](int64_t pos, int64_t len) {
+    Mp m;
+    m.array(1).array(5).str(":").integer(2).integer(pos).integer(len).str("x");
+    return m.str();
+  };
+  expect_error("ER_UPDATE_FIELD", [&] { run_ops(hello, splice(INT64_MIN, 1)); }, "splice at INT64_MIN");
+  expect_error("ER_UPDATE_FIELD", [&] { run_ops(hello, splice(-7, 1)); }, "splice at -(len + 2)");
+  expect(run_ops(hello, splice(-6, 0)) == Mp().array(2).uint(1).str("xhello").str(), "splice at -(len + 1)");
+  expect(run_ops(hello, splice(1, INT64_MIN)) == run_ops(hello, splice(1, -(int64_t(1) << 40))), "length INT64_MIN");
+  expect(run_ops(hello, splice(1, INT64_MIN)) == Mp().array(2).uint(1).str("xhello").str(), "length INT64_MIN inserts");
+  expect(run_ops(hello, splice(2, -2)) == Mp().array(2).uint(1).str("hxlo").str(), "length -2 from the end");
   // '#' of every field, then '=' appends at count + 1.
   const std::string one = Mp().array(3).uint(1).uint(2).uint(3).str();
   Mp del;
@@ -82,6 +96,8 @@ void hostile_ops() {
       Mp().array(1).array(4).str(":").integer(2).uint(0).uint(0).str(),
       Mp().array(1).array(5).str(":").integer(2).uint(0).uint(0).bin("x").str(),
       Mp().array(1).array(3).bin("+").integer(2).uint(1).str(),
+      // strchr finds the operator set's terminating NUL: "\0" must not pass as an operator.
+      Mp().array(1).array(3).str(std::string(1, '\0')).integer(2).uint(1).str(),
   };
   for (const std::string& ops : bad) expect_error("ER_UPDATE_OP", [&] { run_ops(t, ops); }, "bad ops");
   // Random bytes and every truncation of good ops: an error or a result, never a crash.

@@ -107,9 +107,12 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
     // session's: passed as plain arguments, the addon packs it as packOpsFast would.
     const one = ops.length === 1 ? ops[0] : undefined;
     const value = one !== undefined && one.length === 3 ? one[2] : undefined;
-    if (typeof value === 'number' && value === value) {
+    // Each element read once more (a getter may answer otherwise than to checkOps): anything but
+    // an operator of one ASCII character takes the general path, which the addon checks.
+    const name = typeof value === 'number' && value === value ? one![0] : undefined;
+    if (typeof name === 'string' && name.length === 1 && name.charCodeAt(0) <= 0x7f) {
       if (atomicActive) enlist(this.space, this.#h);
-      return this.#updated(this.#h.updateNumber(this.id, k, (one![0] as string).charCodeAt(0), one![1], value, scratchBuffer()));
+      return this.#updated(this.#h.updateNumber(this.id, k, name.charCodeAt(0), one![1], value as number, scratchBuffer()));
     }
     const end = packOpsFast(ops);
     if (atomicActive) enlist(this.space, this.#h);

@@ -83,9 +83,29 @@ export function checkOps(where: string, ops: unknown): UpdateOp[] {
 // numbers as float64): about 40 ns instead of 300 for msgpackr's general path. Anything else
 // returns -1 and goes through msgpackr.
 let opsBuffer = Buffer.allocUnsafeSlow(1024);
+/** Set while packOpsFast reads operations: a getter among them must not pack others into opsBuffer. */
+let packingOps = false;
 
-/** The packed operations in opsBuffer()[0, end), or -1 when msgpackr must pack them. */
+/**
+ * The packed operations in opsBuffer()[0, end), or -1 when msgpackr must pack them. Getters in
+ * the operations run here (checkOps read them once already, and may have seen other values: what
+ * this packs is what the addon checks). One that calls update or upsert on any space gets
+ * ER_ILLEGAL_PARAMS, as a nested encode does: it would overwrite the operations being packed.
+ */
 export function packOpsFast(ops: UpdateOp[]): number {
+  if (packingOps) {
+    throw new CappedError('update operations cannot be packed while another update\'s are ' +
+      '(a getter inside the operations called update or upsert)', 'ER_ILLEGAL_PARAMS');
+  }
+  packingOps = true;
+  try {
+    return packInto(ops);
+  } finally {
+    packingOps = false;
+  }
+}
+
+function packInto(ops: UpdateOp[]): number {
   if (ops.length > 15) return -1;
   const b = opsBuffer;
   let p = 0;
@@ -93,9 +113,13 @@ export function packOpsFast(ops: UpdateOp[]): number {
   for (let i = 0; i < ops.length; i++) {
     const op = ops[i] as unknown[];
     if (p + 64 > b.length) return -1;
+    // checkOps allowed the operator it read; a getter may answer otherwise now: anything but
+    // one ASCII character goes to msgpackr as it is, and the addon refuses it.
+    const name = op[0];
+    if (typeof name !== 'string' || name.length !== 1 || name.charCodeAt(0) > 0x7f) return -1;
     b[p++] = 0x90 | op.length;
     b[p++] = 0xa1;
-    b[p++] = (op[0] as string).charCodeAt(0);
+    b[p++] = name.charCodeAt(0);
     for (let k = 1; k < op.length; k++) {
       const v = op[k];
       if (typeof v === 'number') {
