@@ -151,8 +151,21 @@ export function spread(values: readonly (number | null | undefined)[]): Spread |
   return { median: median(v), min: Math.min(...v), max: Math.max(...v) };
 }
 
-/** CPU ms (user + system) of another process, from /proc/<pid>/stat; NaN when unreadable. */
+/**
+ * CPU ms of another process, every thread: the sum of /proc/<pid>/task/<tid>/schedstat's first
+ * field (ns on the CPU), or, where schedstat is missing, /proc/<pid>/stat's utime + stime, which
+ * count clock ticks (10 ms at CLK_TCK 100: too coarse for a 2 s idle window). NaN when unreadable.
+ */
 export function processCpuMs(pid: number): number {
+  try {
+    let ns = 0;
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    }
+    if (Number.isFinite(ns)) return ns / 1e6;
+  } catch {
+    // no schedstat (a kernel without CONFIG_SCHEDSTATS): the tick counts below
+  }
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces) start after the last ')'.

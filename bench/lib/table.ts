@@ -28,8 +28,9 @@ const COLUMNS: Column[] = [
   { header: 'clear CPU', align: 'right', cell: (s) => (s.stats ? fmtMs(med(s.stats.clearCpuMs)) : '—') },
   { header: 'CPU ns/expired (min–max)', align: 'right', cell: (s) => fmtSpread(s.stats?.cpuNsPerExpired ?? null) },
   { header: 'vs indexed', align: 'right', cell: (s, shape) => ratioCell(s, shape, (x) => x.cpuNsPerExpired) },
-  { header: 'max stall', align: 'right', cell: (s) => (s.stats ? fmtMs(med(s.stats.maxPauseMs)) : '—') },
-  { header: '>5 ms stalls', align: 'right', cell: (s) => (s.stats ? fmtMs(med(s.stats.stalledMs)) : '—') },
+  // Stalls: the median run's, and the worst run's when it differs (one bad run is the news).
+  { header: 'max stall (worst run)', align: 'right', cell: (s) => fmtWorst(s.stats?.maxPauseMs ?? null) },
+  { header: '>5 ms stalls (worst run)', align: 'right', cell: (s) => fmtWorst(s.stats?.stalledMs ?? null) },
   {
     header: 'checked',
     align: 'right',
@@ -142,6 +143,12 @@ export function fmtNumber(x: number): string {
   if (Math.abs(x) >= 100) return Math.round(x).toLocaleString('en-US');
   if (Math.abs(x) >= 10) return x.toFixed(1);
   return x.toFixed(2);
+}
+
+/** The median, then the maximum in brackets when a run went above it. */
+export function fmtWorst(x: Spread | null): string {
+  if (!x) return '—';
+  return x.max > x.median ? `${fmtMs(x.median)} (${fmtMs(x.max)})` : fmtMs(x.median);
 }
 
 export function fmtSpread(x: Spread | null): string {

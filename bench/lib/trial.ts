@@ -267,7 +267,9 @@ async function pass(
       clearMs: cleared ? tracker.lastAt! - Math.max(tracker.firstAt!, dueAt) : null,
       dueToClearedMs: cleared ? tracker.lastAt! - dueAt : null,
       cpuMs,
-      cpuNsPerExpired: tracker.count > 0 ? (cpuMs * 1e6) / tracker.count : Number.NaN,
+      // Only over a cleared backlog: a store that left most of it (Redis, by design) would show
+      // its whole watch window's CPU spread over the few it deleted.
+      cpuNsPerExpired: cleared && tracker.count > 0 ? (cpuMs * 1e6) / tracker.count : Number.NaN,
       deleted: tracker.count,
       left,
       measuredMs: (cleared ? tracker.lastAt! : endAt) - dueAt,
