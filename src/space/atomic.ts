@@ -31,6 +31,8 @@ const frames: Frame[] = [];
 
 /** Whether a frame is open: the one check a write pays outside atomic(). */
 export let atomicActive = false;
+/** Counts outermost frames: a space created inside one records it (createIndex's rule). */
+export let outermostFrame = 0;
 
 /** @internal Called by a space's write methods while a frame is open (atomicActive). */
 export function enlist(space: Member, h: NativeSpace): void {
@@ -89,6 +91,7 @@ export function afterCommit(fn: () => void): void {
 /** @internal Opens a frame; the caller closes it with commit() or rollback(). */
 export function openAtomic(): AtomicFrame {
   const frame: Frame = { members: new Set(), list: [], closed: false, pending: [] };
+  if (frames.length === 0) outermostFrame++;
   frames.push(frame);
   atomicActive = true;
   return { commit: () => close(frame, true), rollback: () => close(frame, false) };

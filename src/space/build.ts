@@ -18,6 +18,7 @@ import { checkName, checkOptions } from '../validate.js';
 import { checkParts, type IndexType, type Part } from './args.js';
 import type { Index } from './index.js';
 import type { IndexOptions, Space } from './space.js';
+import { atomicActive } from './atomic.js';
 
 export interface IndexDefinition {
   type: IndexType;
@@ -65,6 +66,11 @@ export function createIndexAsync(space: Space<any, any>, h: NativeSpace, name: s
     def = checkIndexDefinition('createIndexAsync', name, options);
   } catch (e) {
     return Promise.reject(e);
+  }
+  // The build would start after the frame ends, whether it commits or not (createIndex() is
+  // refused there on a space older than the frame).
+  if (atomicActive) {
+    return Promise.reject(new CappedError('createIndexAsync() cannot start inside a transaction or atomic()', 'ER_TRANSACTION'));
   }
   const before = running.get(space);
   const build = (before === undefined ? Promise.resolve() : before.then(() => undefined, () => undefined))

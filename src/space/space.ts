@@ -15,7 +15,7 @@ import { checkKey, checkParts, type IndexType, type IteratorType } from './args.
 import type { IndexKey, KeyPrefix, PartSpec, ReadKey } from './keys.js';
 import { Index, type SelectOptions } from './index.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
-import { afterCommit, atomicActive, enlist, runAtomic } from './atomic.js';
+import { afterCommit, atomicActive, enlist, outermostFrame, runAtomic } from './atomic.js';
 import { checkCaps, EvictionReporter, nativeCaps, type CapOptions, type Caps, type OnFull } from './capped.js';
 import { checkTtl, setTtlClock, ttlClock, wallClockOf, type TtlDeclaration, type TtlOptions } from './ttl.js';
 import { createIndexAsync, type IndexDefinition } from './build.js';
@@ -104,6 +104,8 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   /** Indexes by name, and by number (0 is the primary); keys untyped (createIndex() returns them typed). */
   readonly index: Record<string, Index<T>> = Object.create(null);
   readonly #h: NativeSpace;
+  /** The outermost atomic() frame open when the space was created (outermostFrame), or -1. */
+  readonly #bornIn: number;
   #watch: InsertWatcher | undefined = undefined;
   private readonly list: Index<T>[] = [];
 
@@ -128,6 +130,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const ttl = checkTtl('new Space()', o.ttl);
     const caps = checkCaps('new Space()', { maxTuples: o.maxTuples, maxBytes: o.maxBytes, onFull: o.onFull, onEvict: o.onEvict },
       ttl !== undefined);
+    this.#bornIn = atomicActive ? outermostFrame : -1;
     this.#h = createSpaceHandle(name, max, ttl === undefined ? undefined : ttl.field - 1,
       caps === undefined ? undefined : nativeCaps(caps), wallClockOf(ttl));
     this.#caps = caps;
@@ -203,6 +206,13 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const unique = (o.unique ?? true) as boolean;
     const parts = checkParts('createIndex', o.parts);
     if (/^\d+$/.test(name)) throw illegal(`createIndex: index name '${name}' must not be a number`);
+    // Not inside a frame (transaction() or atomic()) on a space that existed before it: a rollback
+    // would not drop the index, so the frame would be half undone. A space created inside the
+    // frame stays after a rollback anyway (empty), so it may get its indexes there.
+    if (atomicActive && this.#bornIn !== outermostFrame) {
+      throw new CappedError(`createIndex() cannot run inside a transaction or atomic() on space '${this.name}', ` +
+        'which existed before it', 'ER_TRANSACTION');
+    }
     const id = this.#h.createIndex(name, type, unique, parts.map((p) => p.field - 1), parts.map((p) => p.type));
     return this.#add(id, name, { type, unique, parts }) as Index<T, never>;
   }
