@@ -64,11 +64,15 @@ std::unique_ptr<Index> Space::new_index(const std::string& name, const std::stri
 }
 
 uint32_t Space::create_index(const std::string& name, const std::string& kind, bool unique,
-                             std::vector<KeyPart> parts) {
+                             std::vector<KeyPart> parts, bool in_frame) {
   std::unique_ptr<Index> idx = new_index(name, kind, unique, std::move(parts));
   const uint32_t id = idx->id();
   if (depth_ > 0)
     throw DbError(err::kTransaction, "createIndex() cannot run inside a transaction");
+  if (in_frame) {
+    throw DbError(err::kTransaction, "createIndex() cannot run inside a transaction or atomic() on space '" + name_ +
+                                         "', which existed before it (a rollback would not drop the index)");
+  }
   if (build_)
     throw DbError(err::kUnsupported, "createIndex('" + name + "'): index '" + build_->index().name() +
                                          "' is being built in space '" + name_ + "'; await createIndexAsync() first");

@@ -130,7 +130,10 @@ class Space {
   // Adds an index of the kind registered under `kind` ("TREE", "HASH"; see index/registry.cc)
   // and fills it from the tuples already stored. Returns its id.
   // REQUIRES: not in a transaction (ER_TRANSACTION); the first index is unique.
-  uint32_t create_index(const std::string& name, const std::string& kind, bool unique, std::vector<KeyPart> parts);
+  // `in_frame`: the caller's atomic() frame is open around a space older than it (the binding
+  // says so): refused as inside a transaction, after the definition's own errors.
+  uint32_t create_index(const std::string& name, const std::string& kind, bool unique, std::vector<KeyPart> parts,
+                        bool in_frame = false);
   // createIndexAsync (index_build.h): begins building an index over the stored tuples in steps;
   // it stays invisible (no id, not in index_count()) until a step finishes it. Checks as
   // create_index. Throws ER_UNSUPPORTED while another build runs (create_index too).

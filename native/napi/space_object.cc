@@ -244,9 +244,10 @@ napi_value SpaceObject::create_index(const Args& args) {
   const std::string type = later([&] { return args.string(1, "type"); });
   const bool unique = later([&] { return args.boolean(2, "unique"); });
   std::vector<KeyPart> parts = later([&] { return parts_arg(args, 3); });
+  const bool in_frame = later([&] { return args.length() > 5 && args.boolean(5, "inFrame"); });
   Space& s = space();
   later.rethrow();
-  return number_value(args.env(), s.create_index(name, type, unique, std::move(parts)));
+  return number_value(args.env(), s.create_index(name, type, unique, std::move(parts), in_frame));
 }
 
 // buildIndexBegin(name, type, unique, fields, types): createIndexAsync's start (index_build.h).

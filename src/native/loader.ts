@@ -25,7 +25,8 @@ export type NativeKey = undefined | number | string | boolean | Buffer;
 export type NativeResult = number | Buffer | null;
 
 export interface NativeSpace {
-  createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number;
+  /** inFrame: refused with ER_TRANSACTION (after the definition's own errors), as inside a transaction. */
+  createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[], inFrame?: boolean): number;
   /** createIndexAsync: starts building an index that stays invisible until buildIndexStep() returns its id. */
   buildIndexBegin(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): void;
   /** Up to maxTuples tuples or budgetMs of work; the new index's id once built, else -1. Throws (and discards the build) when it fails. */
@@ -130,8 +131,8 @@ class SpaceHandle implements NativeSpace {
     this.#h = native.createSpace(name, maxTupleSize, ttlField, caps?.maxTuples, caps?.maxBytes, caps?.evict, wallClock);
   }
 
-  createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): number {
-    return fns.createIndex(this.#h, name, type, unique, fields, types);
+  createIndex(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[], inFrame = false): number {
+    return fns.createIndex(this.#h, name, type, unique, fields, types, inFrame);
   }
   buildIndexBegin(name: string, type: 'TREE' | 'HASH', unique: boolean, fields: number[], types: string[]): void {
     fns.buildIndexBegin(this.#h, name, type, unique, fields, types);

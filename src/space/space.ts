@@ -208,12 +208,10 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     if (/^\d+$/.test(name)) throw illegal(`createIndex: index name '${name}' must not be a number`);
     // Not inside a frame (transaction() or atomic()) on a space that existed before it: a rollback
     // would not drop the index, so the frame would be half undone. A space created inside the
-    // frame stays after a rollback anyway (empty), so it may get its indexes there.
-    if (atomicActive && this.#bornIn !== outermostFrame) {
-      throw new CappedError(`createIndex() cannot run inside a transaction or atomic() on space '${this.name}', ` +
-        'which existed before it', 'ER_TRANSACTION');
-    }
-    const id = this.#h.createIndex(name, type, unique, parts.map((p) => p.field - 1), parts.map((p) => p.type));
+    // frame stays after a rollback anyway (empty), so it may get its indexes there. The addon
+    // refuses it after the definition's own errors.
+    const inFrame = atomicActive && this.#bornIn !== outermostFrame;
+    const id = this.#h.createIndex(name, type, unique, parts.map((p) => p.field - 1), parts.map((p) => p.type), inFrame);
     return this.#add(id, name, { type, unique, parts }) as Index<T, never>;
   }
 
