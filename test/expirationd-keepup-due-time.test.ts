@@ -5,6 +5,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions } from '../src/index.js';
 import { BASE, useKeepupTimers } from './support/keepup.js';
+import { expectNextChunkAfter } from './support/task-timers.js';
 
 useKeepupTimers();
 
@@ -19,14 +20,6 @@ function start(space: Space, options: TaskOptions = {}): Task {
   return expirationd.start('due', space, { itIndex: 'exp', field: 2, unit: 'ms', now: () => Date.now(), ...options });
 }
 
-/** Asserts that the next chunk runs exactly `ms` fake milliseconds from now, not a millisecond earlier. */
-function expectNextChunkAfter(task: Task, ms: number): void {
-  const chunks = task.stats().chunks;
-  vi.advanceTimersByTime(ms - 1);
-  expect(task.stats().chunks, `no chunk ${ms - 1} ms into a ${ms} ms wait`).toBe(chunks);
-  vi.advanceTimersByTime(1);
-  expect(task.stats().chunks, `a chunk at ${ms} ms`).toBe(chunks + 1);
-}
 
 describe('due-time wake-ups', () => {
   test('the next pass is due when the first live tuple expires, when that is sooner than the formula', () => {

@@ -10,17 +10,10 @@ import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions } from '../src/index.js';
 import { BURST_MS, CPU_WINDOW_MS, CpuWindow } from '../src/expirationd/scheduler.js';
 import { BASE, fakeCpu, runNow, useKeepupTimers } from './support/keepup.js';
+import { expectNextChunkAfter } from './support/task-timers.js';
 
 useKeepupTimers();
 
-/** Asserts that the next chunk runs exactly `ms` fake milliseconds from now, not a millisecond earlier. */
-function expectNextChunkAfter(task: Task, ms: number): void {
-  const chunks = task.stats().chunks;
-  vi.advanceTimersByTime(ms - 1);
-  expect(task.stats().chunks, `no chunk ${ms - 1} ms into a ${ms} ms wait`).toBe(chunks);
-  vi.advanceTimersByTime(1);
-  expect(task.stats().chunks, `a chunk at ${ms} ms`).toBe(chunks + 1);
-}
 
 describe('CpuWindow', () => {
   test('a chunk counts while it ended less than CPU_WINDOW_MS ago, and not once it is exactly that old', () => {

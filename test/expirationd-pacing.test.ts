@@ -7,7 +7,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions } from '../src/index.js';
 import { cpuClock } from '../src/expirationd/scheduler.js';
-import { useTaskTimers } from './support/task-timers.js';
+import { expectNextChunkAfter, useTaskTimers } from './support/task-timers.js';
 
 useTaskTimers();
 
@@ -26,14 +26,6 @@ function start(space: Space, options: TaskOptions): Task {
   return expirationd.start('pace', space, { field: 2, now: () => NOW, ...options });
 }
 
-/** Asserts that the next chunk runs exactly `ms` fake milliseconds from now, not a millisecond earlier. */
-function expectNextChunkAfter(task: Task, ms: number): void {
-  const chunks = task.stats().chunks;
-  vi.advanceTimersByTime(ms - 1);
-  expect(task.stats().chunks, `no chunk ${ms - 1} ms into a ${ms} ms wait`).toBe(chunks);
-  vi.advanceTimersByTime(1);
-  expect(task.stats().chunks, `a chunk at ${ms} ms`).toBe(chunks + 1);
-}
 
 describe('between chunks', () => {
   test('the first chunk runs on the next turn of the event loop, not inside start()', () => {

@@ -7,9 +7,8 @@
 //   MODEL_SEED=<seed> MODEL_OPS=<n> npx vitest run test/model.test.ts
 import { describe, expect, it } from 'vitest';
 import { CappedError, Space, type FieldType, type IteratorType, type Key, type Tuple } from '../src/index.js';
-import { mulberry32 } from '../bench/lib/random.js';
+import { cmpParts, cmpScalar, rng, selectByIterator, type Rng, type Scalar } from './support/reference.js';
 
-type Scalar = number | string | boolean;
 type PartDef = [number, FieldType];
 
 interface IndexDef {
@@ -33,16 +32,6 @@ const TREE_ITERATORS: IteratorType[] = ['EQ', 'REQ', 'ALL', 'GE', 'GT', 'LE', 'L
 const HASH_ITERATORS: IteratorType[] = ['EQ', 'ALL'];
 const NOW = 1_700_000_000_123;
 
-function rng(seed: number) {
-  const next = mulberry32(seed);
-  return {
-    next,
-    int: (n: number) => Math.floor(next() * n),
-    chance: (p: number) => next() < p,
-    pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)],
-  };
-}
-type Rng = ReturnType<typeof rng>;
 
 const BIG_UNSIGNED = [255, 256, 65535, 65536, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, 2 ** 40, NOW, NOW + 1, 2 ** 53 - 1];
 const STRINGS = ['', 'a', 'A', 'ab', 'abc', 'b', 'é', 'e\u0301', '€', '😀', '\uFF71', 'a\u0000', 'zz', 'm', 'x'.repeat(40)];
@@ -50,31 +39,6 @@ const NUMBERS = [-5, -1, 0, 1, 2, 3, 7, -2.5, -0.5, 0.5, 1.5, 0.1, 1e20, -1e20, 
 const PAYLOADS: unknown[] = [null, 42, 'payload', [1, [2, 'x']], { a: 1, b: 'c' }, true, -7.25, ''];
 
 // ---- the reference ----
-
-const utf8 = new Map<string, Buffer>();
-function bytes(s: string): Buffer {
-  let b = utf8.get(s);
-  if (b === undefined) {
-    b = Buffer.from(s);
-    utf8.set(s, b);
-  }
-  return b;
-}
-
-function cmpScalar(a: Scalar, b: Scalar): number {
-  if (typeof a === 'string') return Buffer.compare(bytes(a), bytes(b as string));
-  if (typeof a === 'boolean') return Number(a) - Number(b);
-  return a < (b as number) ? -1 : a > (b as number) ? 1 : 0;
-}
-
-function cmpParts(a: Scalar[], b: Scalar[]): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const c = cmpScalar(a[i], b[i]);
-    if (c !== 0) return c;
-  }
-  return 0;
-}
 
 const keyOf = (t: Tuple, def: IndexDef): Scalar[] => def.parts.map(([f]) => t[f - 1] as Scalar);
 const keyString = (k: Scalar[]): string => k.map((v) => `${typeof v}:${String(v)}`).join('|');
@@ -143,17 +107,7 @@ class Model {
   select(i: number, key: Scalar[], iterator: IteratorType): Tuple[] {
     const def = this.defs[i];
     const rows = this.ordered(i);
-    const c = (t: Tuple) => cmpParts(keyOf(t, def), key);
-    if (key.length === 0) return iterator === 'LE' || iterator === 'LT' || iterator === 'REQ' ? [...rows].reverse() : rows;
-    switch (iterator) {
-      case 'ALL': return rows;
-      case 'EQ': return rows.filter((t) => c(t) === 0);
-      case 'REQ': return rows.filter((t) => c(t) === 0).reverse();
-      case 'GE': return rows.filter((t) => c(t) >= 0);
-      case 'GT': return rows.filter((t) => c(t) > 0);
-      case 'LE': return rows.filter((t) => c(t) <= 0).reverse();
-      case 'LT': return rows.filter((t) => c(t) < 0).reverse();
-    }
+    return selectByIterator(rows, key.length, iterator, (t) => cmpParts(keyOf(t, def), key));
   }
 }
 

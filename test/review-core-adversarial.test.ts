@@ -11,36 +11,11 @@
 import { describe, expect, test } from 'vitest';
 import { CappedError, Space, atomic, type IteratorType, type Tuple } from '../src/index.js';
 import { codeOf } from './support/errors.js';
-import { mulberry32 } from '../bench/lib/random.js';
+import { cmpParts, rng, selectByIterator, type Scalar } from './support/reference.js';
 
-type Scalar = number | string | boolean;
 type PartDef = [number, 'unsigned' | 'integer' | 'number' | 'string' | 'boolean'];
 interface Def { name: string; type: 'TREE' | 'HASH'; unique: boolean; parts: PartDef[] }
 
-function rng(seed: number) {
-  const next = mulberry32(seed);
-  return {
-    next,
-    int: (n: number) => Math.floor(next() * n),
-    chance: (p: number) => next() < p,
-    pick: <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)],
-  };
-}
-
-const enc = new TextEncoder();
-function cmpScalar(a: Scalar, b: Scalar): number {
-  if (typeof a === 'string') return Buffer.compare(Buffer.from(enc.encode(a)), Buffer.from(enc.encode(b as string)));
-  if (typeof a === 'boolean') return Number(a) - Number(b);
-  return a < (b as number) ? -1 : a > (b as number) ? 1 : 0;
-}
-function cmpParts(a: Scalar[], b: Scalar[]): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const c = cmpScalar(a[i], b[i]);
-    if (c !== 0) return c;
-  }
-  return 0;
-}
 const keyOf = (t: Tuple, d: Def): Scalar[] => d.parts.map(([f]) => t[f - 1] as Scalar);
 
 class Model {
@@ -61,18 +36,7 @@ class Model {
   walk(i: number, key: Scalar[], it: IteratorType, now?: number): Tuple[] {
     const d = this.defs[i];
     const rows = [...this.rows.values()].filter((t) => this.visible(t, now)).sort(this.full(i));
-    const c = (t: Tuple) => cmpParts(keyOf(t, d), key);
-    const rev = it === 'REQ' || it === 'LE' || it === 'LT';
-    if (key.length === 0) return rev ? rows.reverse() : rows;
-    switch (it) {
-      case 'ALL': return rows;
-      case 'EQ': return rows.filter((t) => c(t) === 0);
-      case 'REQ': return rows.filter((t) => c(t) === 0).reverse();
-      case 'GE': return rows.filter((t) => c(t) >= 0);
-      case 'GT': return rows.filter((t) => c(t) > 0);
-      case 'LE': return rows.filter((t) => c(t) <= 0).reverse();
-      case 'LT': return rows.filter((t) => c(t) < 0).reverse();
-    }
+    return selectByIterator(rows, key.length, it, (t) => cmpParts(keyOf(t, d), key));
   }
 }
 

@@ -5,6 +5,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions } from '../src/index.js';
 import { BASE, useKeepupTimers } from './support/keepup.js';
+import { expectNextChunkAfter } from './support/task-timers.js';
 
 useKeepupTimers();
 
@@ -22,14 +23,6 @@ function start(space: Space, options: TaskOptions = {}): Task {
   return expirationd.start('adv', space, { itIndex: 'exp', field: 2, unit: 'ms', now: () => Date.now(), ...options });
 }
 
-/** Asserts that the next chunk runs exactly `ms` fake milliseconds from now. */
-function expectNextChunkAfter(task: Task, ms: number): void {
-  const chunks = task.stats().chunks;
-  vi.advanceTimersByTime(ms - 1);
-  expect(task.stats().chunks, `no chunk ${ms - 1} ms into a ${ms} ms wait`).toBe(chunks);
-  vi.advanceTimersByTime(1);
-  expect(task.stats().chunks, `a chunk at ${ms} ms`).toBe(chunks + 1);
-}
 
 describe('an early-break task on a TTL-aware space', () => {
   test('stats().lag shows how far past due the oldest stored expired tuple is, as on a plain space', () => {
@@ -212,7 +205,8 @@ describe('task.wake() under attack', () => {
     expect(task.stats()).toMatchObject({ chunks: 2, fullScans: 2 });
   });
 
-  test('a wake() from inside onFullScanComplete is not cancelled by an insert before the next turn', () => {
+  // With and without the insert (the control): the wake() runs the next pass on the next turn.
+  test.each([true, false])('a wake() from inside onFullScanComplete runs the next pass on the next turn (an insert before it: %s)', (insert) => {
     const space = makeSpace();
     space.insert([1, BASE + 3_600_000]);
     let wakeInside = false;
@@ -229,27 +223,7 @@ describe('task.wake() under attack', () => {
     task.wake();
     vi.advanceTimersByTime(0);
     expect(task.stats().fullScans).toBe(2);
-    space.insert([2, BASE + 30_000]);
-    vi.advanceTimersByTime(1);
-    expect(task.stats().fullScans).toBe(3);
-  });
-
-  test('without the insert, that wake() runs the next pass on the next turn (control)', () => {
-    const space = makeSpace();
-    space.insert([1, BASE + 3_600_000]);
-    let wakeInside = false;
-    const task = start(space, {
-      fullScanDelay: 60,
-      onFullScanComplete: (t) => {
-        if (!wakeInside) return;
-        wakeInside = false;
-        t.wake();
-      },
-    });
-    vi.advanceTimersByTime(0);
-    wakeInside = true;
-    task.wake();
-    vi.advanceTimersByTime(0);
+    if (insert) space.insert([2, BASE + 30_000]);
     vi.advanceTimersByTime(1);
     expect(task.stats().fullScans).toBe(3);
   });
