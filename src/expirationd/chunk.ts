@@ -16,7 +16,11 @@
 // - asynchronous onExpired (a promise came back): the tuples are handed while still stored;
 //   nothing else runs for this task until the promise settles; on resolve deleteVisited(set)
 //   deletes those still unchanged; a rejection deletes nothing. At-least-once: a tuple is never
-//   deleted before a delivery of it resolved, and may be delivered more than once.
+//   deleted before a delivery of it resolved, and may be delivered more than once. Every
+//   hand-off reads its tuples back first (one primary-key read each) and hands only those still
+//   stored unchanged, as fresh arrays: user code has run since the scan (an earlier call that
+//   edited or emptied its arrays, a write to the space). Which tuples the native path handed is
+//   taken from a private copy of their bytes, not from the array the callback was given.
 // A set that fails is split in halves that go back to the front of the queue, until the failing
 // tuple is alone: it is skipped for the rest of the pass (ctx.skip), every other tuple of the
 // chunk is delivered and deleted. A kill (seen through ctx.alive()) stops the queue at once.
@@ -135,6 +139,10 @@ export function expireNatively(ctx: ChunkContext, earlyBreak: boolean, decide: D
     ctx.expired(expired, deleted);
     return outcome;
   }
+  // The bytes handed, in a copy no user code sees (the scratch Buffer is reused by any read in
+  // onExpired): should it return a promise, they say which tuples it was handed, whatever it did
+  // to the arrays (a queue consumer empties them with splice).
+  const handedBytes = typeof bytes === 'number' ? Buffer.from(scratchBuffer().subarray(0, bytes)) : bytes;
   let result: unknown;
   // What onExpired writes to any space commits or rolls back with the chunk (atomic.ts).
   const frame = openAtomic();
@@ -158,7 +166,7 @@ export function expireNatively(ctx: ChunkContext, earlyBreak: boolean, decide: D
       ignoreRejection(result);
       return NOTHING();
     }
-    return expireByScan(ctx, decide, { now, handed: { tuples: deleted, result } });
+    return expireByScan(ctx, decide, { now, handed: { tuples: decodeMany(handedBytes), result } });
   }
   frame.commit();
   if (!space.dropped) h.commit(savepoint);
@@ -177,9 +185,11 @@ export function expireByScan(ctx: ChunkContext, decide: Decide, from?: ScanFrom)
   }
   const bytes = h.scanChunk(cursor, ctx.config.scanSize, ctx.out, scratchBuffer());
   const visited = decodeMany(bytes);
-  // processExpired: a second copy that no user code sees (isExpired and processExpired may edit
-  // the arrays they are handed), to compare with what is stored and to take keys from.
-  const pristine = ctx.config.processExpired !== undefined ? decodeMany(bytes) : visited;
+  // With processExpired or onExpired: a second copy that no user code sees (isExpired,
+  // processExpired and an asynchronous onExpired may edit the arrays they are handed), to compare
+  // with what is stored and to take keys from.
+  const userSees = ctx.config.processExpired !== undefined || ctx.config.onExpired !== undefined;
+  const pristine = userSees ? decodeMany(bytes) : visited;
   const scanEnded = ctx.out[2] === 1;
   let decision;
   try {
@@ -207,12 +217,13 @@ export function expireByScan(ctx: ChunkContext, decide: Decide, from?: ScanFrom)
     return outcome;
   }
   const done = (failed: boolean): ChunkOutcome => ({ ...outcome, failed: outcome.failed || failed });
-  const delivered = deliver(ctx, onExpired, visited, positions, from);
+  const delivered = deliver(ctx, onExpired, pristine, positions, from);
   return delivered instanceof Promise ? delivered.then(done) : done(delivered);
 }
 
 // Delivers the expired positions to onExpired and deletes them; returns whether anything failed.
-function deliver(ctx: ChunkContext, onExpired: OnExpired, visited: readonly Tuple[], positions: number[],
+// `pristine`: the scan's tuples as no user code has seen them (keys and comparisons come from it).
+function deliver(ctx: ChunkContext, onExpired: OnExpired, pristine: readonly Tuple[], positions: number[],
   from: ScanFrom | undefined): boolean | Promise<boolean> {
   const { handle: h, cursor } = ctx;
   const space = ctx.config.rm.space;
@@ -224,7 +235,7 @@ function deliver(ctx: ChunkContext, onExpired: OnExpired, visited: readonly Tupl
     ctx.fail(error);
     if (!ctx.alive()) return;
     if (set.length === 1) {
-      ctx.skip(visited[set[0]], error, 'onExpired');
+      ctx.skip(pristine[set[0]], error, 'onExpired');
       return;
     }
     const mid = set.length >> 1;
@@ -244,11 +255,22 @@ function deliver(ctx: ChunkContext, onExpired: OnExpired, visited: readonly Tupl
 
   const run = (): boolean | Promise<boolean> => {
     while (queue.length > 0 && ctx.alive()) {
-      const set = queue.shift() as number[];
+      let set = queue.shift() as number[];
       if (ctx.asyncDelivery) {
+        // Handed while still stored: user code has run since the scan (an earlier call, a
+        // rejection's retry, isExpired), so only the tuples still stored unchanged, as read back
+        // (fresh arrays, whatever was done to the ones handed before). One primary-key read each.
+        const tuples: Tuple[] = [];
+        set = set.filter((p) => {
+          const stored = storedVersion(ctx, pristine[p]);
+          if (!isDeepStrictEqual(stored, pristine[p])) return false;
+          tuples.push(stored as Tuple);
+          return true;
+        });
+        if (set.length === 0) continue;
         let result: unknown;
         try {
-          result = onExpired(set.map((p) => visited[p]));
+          result = onExpired(tuples);
         } catch (error) {
           failure(set, error);
           continue;
@@ -292,14 +314,14 @@ function deliver(ctx: ChunkContext, onExpired: OnExpired, visited: readonly Tupl
   if (from?.handed !== undefined) {
     // The native path already handed these tuples: find them among the visited ones by key.
     const ids = new Set(from.handed.tuples.map((t) => keyOf(ctx, t).id));
-    const handedSet = positions.filter((p) => ids.has(keyOf(ctx, visited[p]).id));
-    const rest = positions.filter((p) => !ids.has(keyOf(ctx, visited[p]).id));
+    const handedSet = positions.filter((p) => ids.has(keyOf(ctx, pristine[p]).id));
+    const rest = positions.filter((p) => !ids.has(keyOf(ctx, pristine[p]).id));
     if (rest.length > 0) queue.push(rest);
     return settle(from.handed.result).then(afterSettle(handedSet));
   }
   if (from?.failed !== undefined) {
     if (positions.length === 1) {
-      ctx.skip(visited[positions[0]], from.failed.error, 'onExpired');
+      ctx.skip(pristine[positions[0]], from.failed.error, 'onExpired');
     } else if (positions.length > 1) {
       const mid = positions.length >> 1;
       queue.push(positions.slice(0, mid), positions.slice(mid));
