@@ -10,8 +10,9 @@
 // undone with it.
 //
 // Delivery: onEvict(tuples) is called once per statement that evicted (an insertMany once for
-// the batch), in the order of the statements. A call made while onEvict runs (onEvict wrote to
-// a capped space) is queued and delivered after it returns, so onEvict never re-enters itself.
+// the batch), in the order of the statements. A report made while any space's onEvict runs (it
+// wrote to a capped space, its own or another) is queued and delivered after it returns, so no
+// onEvict is ever called nested inside another.
 // An onEvict that throws (or returns a promise that rejects) changes nothing that was written
 // and does not stop the other reports: as a task keeps its callbacks' errors in
 // task.lastError, the space keeps it in lastEvictError, and it is emitted as a process warning
@@ -98,13 +99,17 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   }
 }
 
+// One queue for every space: while any onEvict runs, a report of any space (its write evicted
+// from another capped space) waits until it returns. Per space, an onEvict shared by two spaces,
+// or one space's onEvict writing to another, would run nested.
+const pending: Array<{ reporter: EvictionReporter; tuples: Tuple[] }> = [];
+let delivering = false;
+
 /** Delivers one space's evictions to its onEvict (see the file comment). */
 export class EvictionReporter {
   lastError: unknown = undefined;
   readonly #name: string;
   readonly #onEvict: ((tuples: Tuple[]) => void) | undefined;
-  readonly #queue: Tuple[][] = [];
-  #running = false;
 
   constructor(name: string, onEvict: ((tuples: Tuple[]) => void) | undefined) {
     this.#name = name;
@@ -114,13 +119,13 @@ export class EvictionReporter {
   /** Called once the statement that evicted these tuples committed. */
   deliver(tuples: Tuple[]): void {
     if (this.#onEvict === undefined) return;
-    this.#queue.push(tuples);
-    if (this.#running) return;
-    this.#running = true;
+    pending.push({ reporter: this, tuples });
+    if (delivering) return;
+    delivering = true;
     try {
-      for (let batch = this.#queue.shift(); batch !== undefined; batch = this.#queue.shift()) this.#call(batch);
+      for (let next = pending.shift(); next !== undefined; next = pending.shift()) next.reporter.#call(next.tuples);
     } finally {
-      this.#running = false;
+      delivering = false;
     }
   }
 
