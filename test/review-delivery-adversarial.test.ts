@@ -168,20 +168,34 @@ async function syncModel(seed: number, shape: Shape, nTasks: number, scanSize: n
     return t;
   };
   for (let k = 0; k < nTasks; k++) mk(k);
-  for (let step = 0; step < 200; step++) {
-    const x = r();
-    if (x < 0.3) write(Math.floor(r() * 60), clock + Math.floor(r() * 30) - 10);
-    else if (x < 0.4) { const id = Math.floor(r() * 60); space.delete(id); model.delete(id); }
-    else if (x < 0.45 && actions) { const t = expirationd.tasks(); if (t.length) { const tk = expirationd.task(t[Math.floor(r() * t.length)]); if (tk.state === 'stopped') tk.start(); } }
-    if (r() < 0.3) clock += 1;
-    await vi.advanceTimersByTimeAsync(Math.floor(r() * 30));
-  }
+  await drive(r, space, model, write, () => clock, () => { clock += 1; }, actions);
   throwRate = 0;
   for (const name of expirationd.tasks()) { const t = expirationd.task(name); if (t.state !== 'running') t.start(); }
   await vi.advanceTimersByTimeAsync(20_000);
   // compare
   for (const [key, n] of deletedByTask) if (!delivered.has(key)) problems.push(`${key} deleted (x${n}) never delivered`);
   for (const [key] of delivered) if (!deletedByTask.has(key)) problems.push(`${key} delivered never deleted (per events)`);
+  const total = compareEnd(space, model, clock, tasks, deletedByTask, problems);
+  return { problems, total, deleted: [...deletedByTask.values()].reduce((a, b) => a + b, 0) };
+}
+
+
+/** 200 seeded steps: user writes and deletes, restarts of stopped tasks, clock ticks, timer advances. */
+async function drive(r: () => number, space: Space, model: Map<number, unknown>, write: (id: number, ttl: number) => void,
+  now: () => number, tick: () => void, actions: boolean): Promise<void> {
+  for (let step = 0; step < 200; step++) {
+    const x = r();
+    if (x < 0.3) write(Math.floor(r() * 60), now() + Math.floor(r() * 30) - 10);
+    else if (x < 0.4) { const id = Math.floor(r() * 60); space.delete(id); model.delete(id); }
+    else if (x < 0.45 && actions) { const t = expirationd.tasks(); if (t.length) { const tk = expirationd.task(t[Math.floor(r() * t.length)]); if (tk.state === 'stopped') tk.start(); } }
+    if (r() < 0.3) tick();
+    await vi.advanceTimersByTimeAsync(Math.floor(r() * 30));
+  }
+}
+
+/** The end of a model run: what is stored against the model, the indexes, and stats against the events. */
+function compareEnd(space: Space, model: Map<number, { v: string; ttl: number }>, clock: number, tasks: Task[],
+  deletedByTask: Map<string, number>, problems: string[]): number {
   const stored = new Map(space.select().map((t) => [t[0] as number, t]));
   for (const [id, m] of model) {
     const s = stored.get(id);
@@ -192,9 +206,8 @@ async function syncModel(seed: number, shape: Shape, nTasks: number, scanSize: n
   space.checkIntegrity();
   const total = tasks.reduce((a, t) => a + t.stats().expired, 0);
   if (total !== [...deletedByTask.values()].reduce((a, b) => a + b, 0)) problems.push(`stats.expired ${total} vs events`);
-  return { problems, total, deleted: [...deletedByTask.values()].reduce((a, b) => a + b, 0) };
+  return total;
 }
-
 
 async function asyncModel(seed: number, shape: Shape, nTasks: number, scanSize: number, actions: boolean, plain: boolean) {
   const r = mulberry32(seed);
@@ -267,27 +280,11 @@ async function asyncModel(seed: number, shape: Shape, nTasks: number, scanSize: 
     return t;
   };
   for (let k = 0; k < nTasks; k++) mk(k);
-  for (let step = 0; step < 200; step++) {
-    const x = r();
-    if (x < 0.3) write(Math.floor(r() * 60), clock + Math.floor(r() * 30) - 10);
-    else if (x < 0.4) { const id = Math.floor(r() * 60); space.delete(id); model.delete(id); }
-    else if (x < 0.45 && actions) { const t = expirationd.tasks(); if (t.length) { const tk = expirationd.task(t[Math.floor(r() * t.length)]); if (tk.state === 'stopped') tk.start(); } }
-    if (r() < 0.3) clock += 1;
-    await vi.advanceTimersByTimeAsync(Math.floor(r() * 30));
-  }
+  await drive(r, space, model, write, () => clock, () => { clock += 1; }, actions);
   calm = true;
   for (const name of expirationd.tasks()) { const t = expirationd.task(name); if (t.state !== 'running') t.start(); }
   await vi.advanceTimersByTimeAsync(20_000);
-  const stored = new Map(space.select().map((t) => [t[0] as number, t]));
-  for (const [id, m] of model) {
-    const s = stored.get(id);
-    if (!s || s[1] !== m.v) problems.push(`model ${id}:${m.v} ttl ${m.ttl} but stored ${s?.[1]}`);
-    else if (m.ttl <= clock) problems.push(`expired ${id}:${m.v} still stored at end`);
-  }
-  for (const [id, s] of stored) if (!model.has(id)) problems.push(`stored ${id}:${s[1]} not in model`);
-  space.checkIntegrity();
-  const total = tasks.reduce((a, t) => a + t.stats().expired, 0);
-  if (total !== [...deletedByTask.values()].reduce((a, b) => a + b, 0)) problems.push(`stats.expired ${total} vs events`);
+  compareEnd(space, model, clock, tasks, deletedByTask, problems);
   return { problems, notes };
 }
 
