@@ -62,8 +62,20 @@ export class TtlClock {
 
 const clocks = new WeakMap<object, TtlClock>();
 
-const seconds = (): number => Date.now() / 1000;
-const millis = (): number => Date.now();
+/**
+ * The wall clock in `unit`, as Date.now() says. Date.now may have been replaced (fake timers, a
+ * spy): its value is checked as an injected clock's is, since NaN would reach the addon as "no TTL
+ * check" and serve expired tuples.
+ */
+function wallClock(name: string, unit: TtlUnit): () => number {
+  return () => {
+    const ms: unknown = Date.now();
+    if (typeof ms !== 'number' || Number.isNaN(ms)) {
+      throw new CappedError(`Space '${name}': Date.now() must return a number, got ${describe(ms)}`, 'ER_ILLEGAL_PARAMS');
+    }
+    return unit === 's' ? ms / 1000 : ms;
+  };
+}
 
 // The built-in Date.now, or (if something had already replaced it when this module loaded) a
 // value no Date.now equals, so that reads always call Date.now().
@@ -97,7 +109,7 @@ export function wallClockOf(ttl: TtlDeclaration | undefined): boolean | undefine
 export function setTtlClock(space: object, name: string, ttl: TtlDeclaration): void {
   const user = ttl.now;
   if (user === undefined) {
-    clocks.set(space, new TtlClock(ttl.unit === 's' ? seconds : millis, true));
+    clocks.set(space, new TtlClock(wallClock(name, ttl.unit), true));
     return;
   }
   clocks.set(space, new TtlClock(() => {
