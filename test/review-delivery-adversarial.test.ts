@@ -103,24 +103,32 @@ describe('bugs', () => {
 
 
 type Shape = 'tree' | 'hash' | 'early';
-async function syncModel(seed: number, shape: Shape, nTasks: number, scanSize: number, actions: boolean) {
-  const r = mulberry32(seed);
+
+/**
+ * A model run's space ([id, version, ttl], a TTL TREE) and its model (id -> the version and TTL
+ * last written), with 40 tuples written around now = 1000 from `r`.
+ */
+function modelSpace(r: () => number, shape: Shape) {
   const space = new Space('m');
   space.createIndex('primary', { type: shape === 'hash' ? 'HASH' : 'TREE', parts: [[1, 'unsigned']] });
   space.createIndex('exp', { unique: false, parts: [[3, 'number']] });
-  let clock = 1000;
-  let ver = 0;
-  const problems: string[] = [];
-  // model: id -> version string of what the user/committed callbacks wrote
   const model = new Map<number, { v: string; ttl: number }>();
-  const delivered = new Map<string, number>();
-  const deletedByTask = new Map<string, number>();
+  let ver = 0;
   const write = (id: number, ttl: number) => {
     const v = `v${ver++}`;
     space.replace([id, v, ttl]);
     model.set(id, { v, ttl });
   };
-  for (let i = 0; i < 40; i++) write(i, clock + Math.floor(r() * 40) - 20);
+  for (let i = 0; i < 40; i++) write(i, 1000 + Math.floor(r() * 40) - 20);
+  return { space, model, write };
+}
+async function syncModel(seed: number, shape: Shape, nTasks: number, scanSize: number, actions: boolean) {
+  const r = mulberry32(seed);
+  const { space, model, write } = modelSpace(r, shape);
+  let clock = 1000;
+  const problems: string[] = [];
+  const delivered = new Map<string, number>();
+  const deletedByTask = new Map<string, number>();
   let throwRate = 0.15;
   const tasks: Task[] = [];
   const mk = (k: number): Task => {
@@ -144,13 +152,9 @@ async function syncModel(seed: number, shape: Shape, nTasks: number, scanSize: n
         }
         if (actions && self && throwRate > 0) {
           const x = r();
-          if (x < 0.05) self.stop();
-          else if (x < 0.1) { self.stop(); self.start(); }
-          else if (x < 0.15) self.wake();
-          else if (x < 0.18) self.restart();
-          else if (x < 0.2) { self.kill(); self.start(); }
-          else if (x < 0.22) mk(Number(name.slice(1)));
-          else if (x < 0.25) write(100 + Math.floor(r() * 50), clock + Math.floor(r() * 20) - 10);
+          if (!misuse(x, self, () => mk(Number(name.slice(1)))) && x < 0.25) {
+            write(100 + Math.floor(r() * 50), clock + Math.floor(r() * 20) - 10);
+          }
         }
         return undefined;
       },
@@ -179,6 +183,18 @@ async function syncModel(seed: number, shape: Shape, nTasks: number, scanSize: n
   return { problems, total, deleted: [...deletedByTask.values()].reduce((a, b) => a + b, 0) };
 }
 
+
+/** From inside a callback, by x in [0, 1): stop, stop+start, wake, restart, kill+start, or a new task of the same name (x < 0.22); false when x chose none. */
+function misuse(x: number, self: Task, startAgain: () => void): boolean {
+  if (x < 0.05) self.stop();
+  else if (x < 0.1) { self.stop(); self.start(); }
+  else if (x < 0.15) self.wake();
+  else if (x < 0.18) self.restart();
+  else if (x < 0.2) { self.kill(); self.start(); }
+  else if (x < 0.22) startAgain();
+  else return false;
+  return true;
+}
 
 /** 200 seeded steps: user writes and deletes, restarts of stopped tasks, clock ticks, timer advances. */
 async function drive(r: () => number, space: Space, model: Map<number, unknown>, write: (id: number, ttl: number) => void,
@@ -211,24 +227,14 @@ function compareEnd(space: Space, model: Map<number, { v: string; ttl: number }>
 
 async function asyncModel(seed: number, shape: Shape, nTasks: number, scanSize: number, actions: boolean, plain: boolean) {
   const r = mulberry32(seed);
-  const space = new Space('m');
-  space.createIndex('primary', { type: shape === 'hash' ? 'HASH' : 'TREE', parts: [[1, 'unsigned']] });
-  space.createIndex('exp', { unique: false, parts: [[3, 'number']] });
+  const { space, model, write } = modelSpace(r, shape);
   let clock = 1000;
-  let ver = 0;
   const problems: string[] = [];
   // Hand-offs of tuples no longer stored as handed: possible across several tasks (another task
   // deletes between this one's read-back and its call); asserted absent for one task.
   const notes: string[] = [];
-  const model = new Map<number, { v: string; ttl: number }>();
   const resolved = new Set<string>();
   const deletedByTask = new Map<string, number>();
-  const write = (id: number, ttl: number) => {
-    const v = `v${ver++}`;
-    space.replace([id, v, ttl]);
-    model.set(id, { v, ttl });
-  };
-  for (let i = 0; i < 40; i++) write(i, clock + Math.floor(r() * 40) - 20);
   let calm = false;
   const tasks: Task[] = [];
   const mk = (k: number): Task => {
@@ -242,13 +248,7 @@ async function asyncModel(seed: number, shape: Shape, nTasks: number, scanSize: 
         if (!m || m.v !== t[1]) notes.push(`${t[0]}:${t[1]} handed, stored is ${m?.v}`);
       }
       if (actions && self && !calm) {
-        const x = r();
-        if (x < 0.05) self.stop();
-        else if (x < 0.1) { self.stop(); self.start(); }
-        else if (x < 0.15) self.wake();
-        else if (x < 0.18) self.restart();
-        else if (x < 0.2) { self.kill(); self.start(); }
-        else if (x < 0.22) mk(k);
+        misuse(r(), self, () => mk(k));
       }
       const fail = !calm && r() < 0.2;
       const delay = Math.floor(r() * 20);
