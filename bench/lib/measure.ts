@@ -162,7 +162,7 @@ export function processCpuMs(pid: number): number {
     for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
       ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
     }
-    if (Number.isFinite(ns)) return ns / 1e6;
+    if (Number.isFinite(ns) && ns > 0) return ns / 1e6;  // 0: schedstat not kept, so the ticks
   } catch {
     // no schedstat (a kernel without CONFIG_SCHEDSTATS): the tick counts below
   }
