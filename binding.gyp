@@ -21,7 +21,7 @@
         "native/napi/testing.cc"
       ],
       "include_dirs": ["native/engine"],
-      "defines": ["NAPI_VERSION=9"],
+      "defines": ["NAPI_VERSION=9", "CE_SHARED_LIBRARY"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
       "cflags_cc": ["-std=c++17", "-fexceptions", "-O3", "-fvisibility=hidden", "-fvisibility-inlines-hidden", "-Wall", "-Wextra", "-Wno-unused-parameter"],

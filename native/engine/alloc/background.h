@@ -42,6 +42,13 @@
 // stops). wait_idle() (tests, and process exit) waits for both queues to drain. The threads
 // are started at the first request and live, detached, until the process exits (the worker is
 // never destroyed, so a late free still finds it).
+//
+// So the library that holds their code must stay mapped until the process exits. Node unloads
+// (dlcloses) an addon when the last environment that loaded it is torn down: in a process where
+// only worker threads load it, the first worker to exit took the threads' code with it and the
+// process died of SIGSEGV. Before it starts the threads, start() takes one more reference to the
+// library with RTLD_NODELETE (pin_library); if that fails, no thread is started and every
+// request runs as when a thread cannot be started.
 #pragma once
 
 #include <atomic>
@@ -51,6 +58,9 @@
 #include <mutex>
 #include <thread>
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <dlfcn.h>
+#endif
 #if defined(__linux__)
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -85,6 +95,21 @@ inline void touch(void* p, size_t len, const std::atomic<bool>& stop) noexcept {
     if (stop.load(std::memory_order_relaxed)) return;
     __atomic_fetch_add(b + off, uint8_t(0), __ATOMIC_RELAXED);
   }
+}
+
+// Keeps the library that holds this code mapped until the process exits (see above). Returns
+// whether it is pinned. The addon's build defines CE_SHARED_LIBRARY (binding.gyp); a program
+// linked with this code (the native tests) has nothing to pin.
+inline bool pin_library() noexcept {
+#if !defined(CE_SHARED_LIBRARY)
+  return true;
+#elif defined(__unix__) || defined(__APPLE__)
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&pin_library), &info) == 0 || info.dli_fname == nullptr) return false;
+  return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) != nullptr;
+#else
+  return false;
+#endif
 }
 
 inline void release(const Request& r) noexcept {
@@ -175,6 +200,7 @@ class Worker {
   // REQUIRES: mu_ held.
   void start() noexcept {
     started_ = true;
+    if (!pin_library()) return;  // no threads: requests run in the caller or are dropped
     try {
       std::thread([this] { release_loop(); }).detach();
       releasing_thread_ = true;
