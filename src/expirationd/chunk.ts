@@ -58,26 +58,9 @@ import type { ChunkContext, ChunkOutcome, Decide } from './strategies/strategy.j
 import { ttlExpired } from './strategies/ttl.js';
 import { openAtomic } from '../space/atomic.js';
 import { onInsert } from '../space/space.js';
+import { ignoreRejection, isThenable } from '../thenable.js';
 
 type OnExpired = (tuples: Tuple[]) => unknown;
-
-export function isThenable(value: unknown): value is PromiseLike<unknown> {
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
-  try {
-    return typeof (value as { then?: unknown }).then === 'function';
-  } catch {
-    return false;
-  }
-}
-
-/** Marks a promise's rejection as handled: no unhandledRejection, the process does not exit. */
-export function ignoreRejection(value: PromiseLike<unknown>): void {
-  try {
-    value.then(undefined, () => {});
-  } catch {
-    // A thenable whose then() throws has nothing left to handle.
-  }
-}
 
 type Settled = { ok: true } | { ok: false; error: unknown };
 

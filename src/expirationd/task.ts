@@ -33,9 +33,10 @@
 // chunk is still running: then its end schedules the next one. A stopped task holds no timer.
 import { Iter, type NativeCursor } from '../native/loader.js';
 import { decodeOne, scratchBuffer, type Tuple } from '../native/codec.js';
-import { CappedError, illegal } from '../errors.js';
+import { CappedError, illegal, textOf } from '../errors.js';
 import { handleOf, onDrop, onInsert, type Space } from '../space/space.js';
-import { ignoreRejection, isThenable, keyOf } from './chunk.js';
+import { keyOf } from './chunk.js';
+import { ignoreRejection, isThenable } from '../thenable.js';
 import type { Config, PassCallback } from './options.js';
 import { tasks } from './registry.js';
 import { TypedEmitter, type TaskEvents } from './events.js';
@@ -97,10 +98,6 @@ function formatKey(key: unknown): string {
   } catch {
     return String(key);
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** See Task.state. */
@@ -643,7 +640,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
         this.#counters.skipped++;
         this.#report(new CappedError(
           `expirationd task '${this.name}': ${where} failed on the tuple with key ${formatKey(key)}, ` +
-          `which is skipped for the rest of this pass: ${messageOf(error)}`, 'ER_TUPLE_SKIPPED', { key, cause: error }));
+          `which is skipped for the rest of this pass: ${textOf(error)}`, 'ER_TUPLE_SKIPPED', { key, cause: error }));
       },
       fail,
       expired: (count: number, tuples: Tuple[]) => {
@@ -674,7 +671,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       throw illegal(`expirationd task '${this.name}': now() must be synchronous and return a number; it returned a promise`);
     }
     if (typeof now !== 'number' || Number.isNaN(now)) {
-      throw illegal(`expirationd task '${this.name}': now() must return a number, got ${String(now)}`);
+      throw illegal(`expirationd task '${this.name}': now() must return a number, got ${textOf(now)}`);
     }
     this.#lastNow = now;
     this.#passStartNow ??= now;

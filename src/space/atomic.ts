@@ -7,13 +7,18 @@
 // Closing a frame commits or rolls back, innermost space last-enlisted first, each space's
 // savepoint of that frame. A space dropped inside the frame is skipped (its memory is gone);
 // a space created inside it joins on its first write like any other (its tuples are undone, the
-// space itself stays). Frames are synchronous: fn returning a promise is refused, its changes
-// undone, as transaction() did.
+// space itself stays). Frames are synchronous. An async function, a generator function or an
+// async generator function is refused before it runs: its body (or the part after its first
+// await) would run later, outside any frame. Any other fn that returns a promise (or any
+// thenable) is refused after it ran, its changes undone, and a promise's rejection is marked
+// handled: the caller never gets the promise, so could not handle it.
 //
 // The expiry chunk opens a frame (openAtomic) around a synchronous onExpired, so what that
 // callback writes to any space commits or rolls back with the chunk.
+import { types } from 'node:util';
 import type { NativeSpace } from '../native/loader.js';
 import { CappedError, illegal } from '../errors.js';
+import { ignoreRejection, isThenable } from '../thenable.js';
 
 interface Member {
   readonly dropped: boolean;
@@ -97,12 +102,15 @@ export function openAtomic(): AtomicFrame {
   return { commit: () => close(frame, true), rollback: () => close(frame, false) };
 }
 
-function isThenable(value: unknown): boolean {
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+/** Functions whose body does not run, or not all of it, when they are called. */
+const DEFERRED_KINDS = new Set(['[object AsyncFunction]', '[object GeneratorFunction]', '[object AsyncGeneratorFunction]']);
+
+/** fn's tag ('[object AsyncFunction]'...); a Proxy whose trap throws reads as a plain function. */
+function kindOf(fn: unknown): string {
   try {
-    return typeof (value as { then?: unknown }).then === 'function';
+    return Object.prototype.toString.call(fn);
   } catch {
-    return false;
+    return '[object Function]';
   }
 }
 
@@ -119,6 +127,12 @@ export function atomic<T>(fn: () => T): T {
 /** @internal atomic(), naming `where` in errors; `space` (with its handle) joins at once. */
 export function runAtomic<T>(fn: () => T, where: string, space?: Member, h?: NativeSpace): T {
   if (typeof fn !== 'function') throw illegal(`${where}: expects a function`);
+  const kind = kindOf(fn);
+  if (DEFERRED_KINDS.has(kind)) {
+    const what = kind.slice(8, -1).replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+    throw new CappedError(`${where}: fn must be synchronous (got ${what.startsWith('a') ? 'an' : 'a'} ${what}: ` +
+      'its body would run outside the transaction)', 'ER_TRANSACTION');
+  }
   const frame = openAtomic();
   if (space !== undefined && h !== undefined) {
     try {
@@ -140,6 +154,8 @@ export function runAtomic<T>(fn: () => T, where: string, space?: Member, h?: Nat
     throw error;
   }
   if (isThenable(result)) {
+    // A promise's rejection is marked handled; another thenable's then() is user code, not run.
+    if (types.isPromise(result)) ignoreRejection(result);
     frame.rollback();
     throw new CappedError(`${where}: fn must be synchronous (it returned a promise); its changes were undone`,
       'ER_TRANSACTION');

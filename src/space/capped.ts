@@ -17,10 +17,11 @@
 // and does not stop the other reports: as a task keeps its callbacks' errors in
 // task.lastError, the space keeps it in lastEvictError, and it is emitted as a process warning
 // (code ER_EVICT_CALLBACK) so that it is not silent. Nothing is thrown to the writer.
-import { illegal } from '../errors.js';
+import { illegal, textOf } from '../errors.js';
 import { describe as describeType } from '../validate.js';
 import type { Tuple } from '../native/codec.js';
 import type { NativeCaps } from '../native/loader.js';
+import { isThenable } from '../thenable.js';
 
 export type OnFull = 'evictExpiring' | 'refuse';
 
@@ -90,15 +91,6 @@ export function nativeCaps(caps: Caps): NativeCaps {
   return { maxTuples: caps.maxTuples ?? Infinity, maxBytes: caps.maxBytes ?? Infinity, evict: caps.onFull === 'evictExpiring' };
 }
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
-  try {
-    return typeof (value as { then?: unknown }).then === 'function';
-  } catch {
-    return false;
-  }
-}
-
 // One queue for every space: while any onEvict runs, a report of any space (its write evicted
 // from another capped space) waits until it returns. Per space, an onEvict shared by two spaces,
 // or one space's onEvict writing to another, would run nested.
@@ -146,13 +138,7 @@ export class EvictionReporter {
 
   #fail(error: unknown): void {
     this.lastError = error;
-    let text: string;
-    try {
-      text = error instanceof Error ? error.message : String(error);
-    } catch {
-      text = 'an unprintable value';
-    }
-    process.emitWarning(`Space '${this.#name}': onEvict threw (the writes and evictions stand): ${text}`,
+    process.emitWarning(`Space '${this.#name}': onEvict threw (the writes and evictions stand): ${textOf(error)}`,
       { code: 'ER_EVICT_CALLBACK' });
   }
 }

@@ -7,12 +7,13 @@
 // other non-boolean, makes that tuple alone a poison tuple: skipped for the rest of the pass.
 // If the task is killed from inside isExpired, the walk stops there and nothing is deleted.
 import type { Tuple } from '../../native/codec.js';
-import { illegal } from '../../errors.js';
-import { expireByScan, ignoreRejection, isThenable } from '../chunk.js';
+import { illegal, textOf } from '../../errors.js';
+import { expireByScan } from '../chunk.js';
+import { ignoreRejection, isThenable } from '../../thenable.js';
 import type { ChunkContext, ChunkOutcome, Decision, Strategy } from './strategy.js';
 
 function describe(value: unknown): string {
-  return value === null ? 'null' : typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
+  return value === null ? 'null' : typeof value === 'object' ? 'an object' : `${typeof value} ${textOf(value)}`;
 }
 
 function decide(visited: readonly Tuple[], now: number, ctx: ChunkContext): Decision {
