@@ -30,6 +30,14 @@ export type ErrorCode =
   | 'ER_INDEX_BUILD_ABORTED'
   | 'ER_INTERNAL';
 
+/**
+ * Marks every CappedError, whichever copy of the package made it. A program can hold two copies
+ * in one thread (two versions in node_modules, a cleared require cache, a test runner's module
+ * registry); the addon is loaded once per thread and throws the error class of the copy that
+ * registered last, so `instanceof CappedError` asks for the mark, not for the class.
+ */
+const BRAND = Symbol.for('capped-expirationd.CappedError');
+
 export class CappedError extends Error {
   readonly code: ErrorCode;
   /** ER_TUPLE_SKIPPED: the primary key of the tuple the daemon skipped. */
@@ -41,8 +49,33 @@ export class CappedError extends Error {
     this.code = code;
     if (details !== undefined && 'key' in details) (this as { key?: unknown }).key = details.key;
   }
+
+  /** A CappedError of any copy of the package; a subclass keeps the usual prototype check. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== CappedError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    if (value === null || typeof value !== 'object') return false;
+    try {
+      return (value as Record<symbol, unknown>)[BRAND] === true;
+    } catch {
+      return false;  // a Proxy whose trap throws, a revoked Proxy
+    }
+  }
 }
+Object.defineProperty(CappedError.prototype, BRAND, { value: true });
 
 export function illegal(message: string): CappedError {
   return new CappedError(message, 'ER_ILLEGAL_PARAMS');
+}
+
+/**
+ * A value that user code handed over (a thrown value, a bad argument), as text for a message.
+ * Never throws: String() throws for Object.create(null), a revoked Proxy, an object whose
+ * toString throws, and `instanceof` throws for a revoked Proxy; such a value reads as its type.
+ */
+export function textOf(value: unknown): string {
+  try {
+    return value instanceof Error ? String(value.message) : String(value);
+  } catch {
+    return `${value === null ? 'null' : typeof value} that cannot be printed`;
+  }
 }

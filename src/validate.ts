@@ -1,6 +1,6 @@
 // Argument checks shared by the API classes: each throws a CappedError with a clear message
 // before anything reaches the addon.
-import { CappedError, illegal } from './errors.js';
+import { CappedError, illegal, textOf } from './errors.js';
 
 export function checkOptions(where: string, options: unknown, allowed: readonly string[]): Record<string, unknown> {
   if (options === undefined) return {};
@@ -24,7 +24,7 @@ export function checkCount(where: string, what: string, value: unknown, fallback
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || Number.isNaN(value) || value < 0 ||
       (!Number.isInteger(value) && !(allowInfinity && value === Infinity))) {
-    throw illegal(`${where}: ${what} must be a non-negative integer${allowInfinity ? ' or Infinity' : ''}, got ${String(value)}`);
+    throw illegal(`${where}: ${what} must be a non-negative integer${allowInfinity ? ' or Infinity' : ''}, got ${textOf(value)}`);
   }
   return value;
 }
@@ -32,7 +32,7 @@ export function checkCount(where: string, what: string, value: unknown, fallback
 export function checkPositiveNumber(where: string, what: string, value: unknown, fallback: number, allowZero = false): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
-    throw illegal(`${where}: ${what} must be a ${allowZero ? 'non-negative' : 'positive'} finite number, got ${String(value)}`);
+    throw illegal(`${where}: ${what} must be a ${allowZero ? 'non-negative' : 'positive'} finite number, got ${textOf(value)}`);
   }
   return value;
 }

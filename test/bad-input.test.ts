@@ -298,6 +298,26 @@ describe('options', () => {
     }
     expect(space.select(undefined, { offset: Infinity })).toEqual([]);
   });
+
+  it('values that cannot be printed (String() throws) still get the documented code, not a TypeError', () => {
+    const space = fixture();
+    const unprintable = (): unknown[] => {
+      const revoked = Proxy.revocable({}, {});
+      revoked.revoke();
+      return [Object.create(null), revoked.proxy, { toString() { throw new Error('no'); } }];
+    };
+    for (const bad of unprintable()) {
+      refused(space, 'ER_ITERATOR_TYPE', () => space.select(1, { iterator: bad as never }));
+      refused(space, 'ER_ILLEGAL_PARAMS', () => space.select(undefined, { limit: bad as never }));
+      refused(space, 'ER_ILLEGAL_PARAMS', () => space.createIndex('x', { parts: [[bad as never, 'string']] }));
+      refused(space, 'ER_ILLEGAL_PARAMS', () => space.createIndex('x', { parts: [[2, bad as never]] }));
+      refused(space, 'ER_ILLEGAL_PARAMS', () => space.createIndex('x', { type: bad as never, parts: [[2, 'string']] }));
+      refused(space, 'ER_ILLEGAL_PARAMS', () => expirationd.start('x', space, { field: 3, scanSize: bad as never }));
+      const thrower = [1, 'a', 1, 1, true];
+      Object.defineProperty(thrower, 3, { get() { throw bad; }, enumerable: true });
+      refused(space, 'ER_TUPLE_FORMAT', () => space.insert(thrower));
+    }
+  });
 });
 
 describe('a space without a primary index', () => {

@@ -1,7 +1,7 @@
 // expirationd: tasks that expire tuples of a space in paced, transactional chunks. This is the
 // registry (start, kill, task, tasks, stats, killAll); options.ts checks the options, task.ts
 // runs a task, scheduler.ts paces it and strategies/ decide what a chunk expires.
-import { CappedError } from '../errors.js';
+import { CappedError, textOf } from '../errors.js';
 import type { Space } from '../space/space.js';
 import { checkName } from '../validate.js';
 import { configure, optionsOf, type PositionalArgs, type TaskOptions } from './options.js';
@@ -36,7 +36,7 @@ function stats(name?: string): TaskStats | Record<string, TaskStats> {
 
 function lookup(name: string): Task {
   const task = tasks.get(name);
-  if (task === undefined) throw new CappedError(`expirationd: no task named '${String(name)}'`, 'ER_NO_SUCH_TASK');
+  if (task === undefined) throw new CappedError(`expirationd: no task named '${textOf(name)}'`, 'ER_NO_SUCH_TASK');
   return task;
 }
 

@@ -4,7 +4,7 @@
 // case the addon returns a fresh Buffer.
 import { Packr, REUSE_BUFFER_MODE, Unpackr } from 'msgpackr';
 import type { NativeKey, NativeResult } from './loader.js';
-import { CappedError, type ErrorCode } from '../errors.js';
+import { CappedError, textOf, type ErrorCode } from '../errors.js';
 
 export type Tuple = unknown[];
 export type KeyPart = number | string | boolean | bigint;
@@ -122,7 +122,7 @@ function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = 
     return packr.pack(value, mode);
   } catch (error) {
     if (error instanceof CappedError) throw error;
-    throw new CappedError(`${what} cannot be encoded as MessagePack: ${(error as Error).message}`, code);
+    throw new CappedError(`${what} cannot be encoded as MessagePack: ${textOf(error)}`, code);
   } finally {
     packing = false;
   }

@@ -1,7 +1,7 @@
 // Argument checks shared by Space and Index: keys, iterator names and index parts.
 import { Iter } from '../native/loader.js';
 import type { Key } from '../native/codec.js';
-import { CappedError, illegal } from '../errors.js';
+import { CappedError, illegal, textOf } from '../errors.js';
 import { describe } from '../validate.js';
 
 export type FieldType = 'unsigned' | 'integer' | 'number' | 'string' | 'boolean';
@@ -21,7 +21,7 @@ const ITERATORS: Record<IteratorType, Iter> = {
 export function iteratorOf(where: string, value: unknown): Iter | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || !(value.toUpperCase() in ITERATORS)) {
-    throw new CappedError(`${where}: unknown iterator '${String(value)}' (expected one of ${Object.keys(ITERATORS).join(', ')})`,
+    throw new CappedError(`${where}: unknown iterator '${textOf(value)}' (expected one of ${Object.keys(ITERATORS).join(', ')})`,
       'ER_ITERATOR_TYPE');
   }
   return ITERATORS[value.toUpperCase() as IteratorType];
@@ -45,10 +45,10 @@ export function checkParts(where: string, parts: unknown): Part[] {
     const [field, type] = Array.isArray(p) ? p : p !== null && typeof p === 'object'
       ? [(p as Part).field, (p as Part).type] : [undefined, undefined];
     if (typeof field !== 'number' || !Number.isInteger(field) || field < 1 || field > 65535) {
-      throw illegal(`${where}: parts[${i}].field must be a 1-based field number, got ${String(field)}`);
+      throw illegal(`${where}: parts[${i}].field must be a 1-based field number, got ${textOf(field)}`);
     }
     if (!FIELD_TYPES.includes(type as FieldType)) {
-      throw illegal(`${where}: parts[${i}].type must be one of ${FIELD_TYPES.join(', ')}, got ${String(type)}`);
+      throw illegal(`${where}: parts[${i}].type must be one of ${FIELD_TYPES.join(', ')}, got ${textOf(type)}`);
     }
     return { field, type: type as FieldType };
   });

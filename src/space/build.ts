@@ -13,7 +13,7 @@
 // settle. The synchronous createIndex() is refused (ER_UNSUPPORTED) while a build runs. On an
 // empty space, or for the primary index, there is nothing to walk: the index is created at once.
 import type { NativeSpace } from '../native/loader.js';
-import { CappedError, illegal } from '../errors.js';
+import { CappedError, illegal, textOf } from '../errors.js';
 import { checkName, checkOptions } from '../validate.js';
 import { checkParts, type IndexType, type Part } from './args.js';
 import type { Index } from './index.js';
@@ -45,7 +45,7 @@ export function checkIndexDefinition(method: string, name: string, options: Inde
   const o = checkOptions(method, options, ['type', 'unique', 'parts']);
   if (options === undefined) throw illegal(`${method}: options with parts are required`);
   const type = (o.type ?? 'TREE') as IndexType;
-  if (type !== 'TREE' && type !== 'HASH') throw illegal(`${method}: type must be 'TREE' or 'HASH', got ${String(o.type)}`);
+  if (type !== 'TREE' && type !== 'HASH') throw illegal(`${method}: type must be 'TREE' or 'HASH', got ${textOf(o.type)}`);
   if (o.unique !== undefined && typeof o.unique !== 'boolean') throw illegal(`${method}: unique must be a boolean`);
   const unique = (o.unique ?? true) as boolean;
   const parts = checkParts(method, o.parts);

@@ -9,7 +9,7 @@
 // pays one check of a private field.
 import { createSpaceHandle, type NativeSpace } from '../native/loader.js';
 import { decodeMany, decodeOne, pack, packKey, packOps, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
-import { CappedError, illegal } from '../errors.js';
+import { CappedError, illegal, textOf } from '../errors.js';
 import { checkCount, checkName, checkOptions, checkTuple } from '../validate.js';
 import { checkKey, checkParts, type IndexType, type IteratorType } from './args.js';
 import type { IndexKey, KeyPrefix, PartSpec, ReadKey } from './keys.js';
@@ -201,7 +201,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const o = checkOptions('createIndex', options, ['type', 'unique', 'parts']);
     if (options === undefined) throw illegal('createIndex: options with parts are required');
     const type = (o.type ?? 'TREE') as IndexType;
-    if (type !== 'TREE' && type !== 'HASH') throw illegal(`createIndex: type must be 'TREE' or 'HASH', got ${String(o.type)}`);
+    if (type !== 'TREE' && type !== 'HASH') throw illegal(`createIndex: type must be 'TREE' or 'HASH', got ${textOf(o.type)}`);
     if (o.unique !== undefined && typeof o.unique !== 'boolean') throw illegal('createIndex: unique must be a boolean');
     const unique = (o.unique ?? true) as boolean;
     const parts = checkParts('createIndex', o.parts);
