@@ -2,12 +2,27 @@
 // before anything reaches the addon.
 import { CappedError, illegal, textOf } from './errors.js';
 
+/** Array.isArray, answering false for a revoked Proxy (where Array.isArray throws a TypeError). */
+export function isArray(value: unknown): value is unknown[] {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
 export function checkOptions(where: string, options: unknown, allowed: readonly string[]): Record<string, unknown> {
   if (options === undefined) return {};
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+  if (options === null || typeof options !== 'object' || isArray(options)) {
     throw illegal(`${where}: options must be an object`);
   }
-  for (const key of Object.keys(options)) {
+  let keys: string[];
+  try {
+    keys = Object.keys(options);
+  } catch (error) {
+    throw new CappedError(`${where}: options cannot be read: ${textOf(error)}`, 'ER_ILLEGAL_PARAMS', { cause: error });
+  }
+  for (const key of keys) {
     if (!allowed.includes(key)) {
       throw illegal(`${where}: unknown option '${key}' (expected one of: ${allowed.join(', ')})`);
     }
@@ -44,12 +59,12 @@ export function checkFunction<T>(where: string, what: string, value: unknown): T
 }
 
 export function checkTuple(where: string, tuple: unknown): unknown[] {
-  if (!Array.isArray(tuple)) throw new CappedError(`${where}: a tuple must be an array, got ${describe(tuple)}`, 'ER_TUPLE_FORMAT');
+  if (!isArray(tuple)) throw new CappedError(`${where}: a tuple must be an array, got ${describe(tuple)}`, 'ER_TUPLE_FORMAT');
   return tuple;
 }
 
 export function describe(value: unknown): string {
   if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
+  if (isArray(value)) return 'an array';
   return typeof value;
 }

@@ -2,7 +2,7 @@
 import { Iter } from '../native/loader.js';
 import type { Key } from '../native/codec.js';
 import { CappedError, illegal, textOf } from '../errors.js';
-import { describe } from '../validate.js';
+import { describe, isArray } from '../validate.js';
 
 export type FieldType = 'unsigned' | 'integer' | 'number' | 'string' | 'boolean';
 export type IndexType = 'TREE' | 'HASH';
@@ -35,14 +35,22 @@ function isScalar(v: unknown): boolean {
 export function checkKey(where: string, key: unknown): Key | undefined {
   if (key === undefined || key === null) return undefined;
   if (isScalar(key)) return key as Key;
-  if (Array.isArray(key) && key.every(isScalar)) return key as Key;
+  let scalars: boolean;
+  try {
+    scalars = isArray(key) && key.every(isScalar);
+  } catch (error) {
+    // A getter or a Proxy trap threw while the parts were read: the same code as when it throws
+    // while they are packed (codec.ts), or inside a tuple.
+    throw new CappedError(`${where}: the key cannot be read: ${textOf(error)}`, 'ER_KEY_TYPE', { cause: error });
+  }
+  if (scalars) return key as Key;
   throw new CappedError(`${where}: a key is a number, string, boolean or an array of them, got ${describe(key)}`, 'ER_KEY_TYPE');
 }
 
 export function checkParts(where: string, parts: unknown): Part[] {
-  if (!Array.isArray(parts) || parts.length === 0) throw illegal(`${where}: parts must be a non-empty array`);
+  if (!isArray(parts) || parts.length === 0) throw illegal(`${where}: parts must be a non-empty array`);
   return parts.map((p: unknown, i) => {
-    const [field, type] = Array.isArray(p) ? p : p !== null && typeof p === 'object'
+    const [field, type] = isArray(p) ? p : p !== null && typeof p === 'object'
       ? [(p as Part).field, (p as Part).type] : [undefined, undefined];
     if (typeof field !== 'number' || !Number.isInteger(field) || field < 1 || field > 65535) {
       throw illegal(`${where}: parts[${i}].field must be a 1-based field number, got ${textOf(field)}`);

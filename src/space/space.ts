@@ -10,7 +10,7 @@
 import { createSpaceHandle, type NativeSpace } from '../native/loader.js';
 import { decodeMany, decodeOne, pack, packKey, packOps, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { CappedError, illegal, textOf } from '../errors.js';
-import { checkCount, checkName, checkOptions, checkTuple } from '../validate.js';
+import { checkCount, checkName, checkOptions, checkTuple, isArray } from '../validate.js';
 import { checkKey, checkParts, type IndexType, type IteratorType } from './args.js';
 import type { IndexKey, KeyPrefix, PartSpec, ReadKey } from './keys.js';
 import { Index, type SelectOptions } from './index.js';
@@ -278,7 +278,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
 
   /** Inserts every tuple in one native call, all or nothing. Returns the count. */
   insertMany(tuples: T[]): number {
-    if (!Array.isArray(tuples)) throw new CappedError('insertMany: expects an array of tuples', 'ER_TUPLE_FORMAT');
+    if (!isArray(tuples)) throw new CappedError('insertMany: expects an array of tuples', 'ER_TUPLE_FORMAT');
     tuples.forEach((t, i) => checkTuple(`insertMany: tuple #${i}`, t));
     if (atomicActive) enlist(this, this.#h);
     const now = this.#now?.();

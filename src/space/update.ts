@@ -1,7 +1,7 @@
 // Update operations (Tarantool's): their shape is checked here, before they are packed; the
 // addon checks everything again (native/engine/update.h) and applies them in one call.
 import { CappedError } from '../errors.js';
-import { describe } from '../validate.js';
+import { describe, isArray } from '../validate.js';
 import { writeNumber } from '../native/codec.js';
 
 /** Tarantool's update operators. */
@@ -37,11 +37,11 @@ function isInt(v: unknown): boolean {
 
 /** Checks the shape of update operations; throws ER_UPDATE_OP. */
 export function checkOps(where: string, ops: unknown): UpdateOp[] {
-  if (!Array.isArray(ops)) throw opError(where, `operations must be an array of [op, field, ...] arrays, got ${describe(ops)}`);
+  if (!isArray(ops)) throw opError(where, `operations must be an array of [op, field, ...] arrays, got ${describe(ops)}`);
   if (ops.length > 4000) throw opError(where, `too many operations (${ops.length}, at most 4000)`);
   for (let i = 0; i < ops.length; i++) {
     const op: unknown = ops[i];
-    if (!Array.isArray(op)) throw opError(where, `operation #${i + 1} must be an array [op, field, ...], got ${describe(op)}`);
+    if (!isArray(op)) throw opError(where, `operation #${i + 1} must be an array [op, field, ...], got ${describe(op)}`);
     const name = op[0];
     const arity = typeof name === 'string' ? arityOf(name) : undefined;
     if (arity === undefined) throw opError(where, `operation #${i + 1}: unknown operator ${typeof name === 'string' ? `'${name}'` : describe(name)} (expected one of = + - & | ^ ! # :)`);
