@@ -217,10 +217,13 @@ describe('bugs', () => {
       const out = {};
       try { atomic(async () => { a.insert([2]); a.insert([1]); }); } catch (e) { out.code = e.code; out.capped = e instanceof CappedError; }
       try { a.transaction(async () => { throw new Error('boom'); }); } catch (e) { out.code2 = e.code; }
+      // A plain function that returns a rejected promise: refused after it ran, undone, and its
+      // rejection handled (the caller never gets the promise).
+      try { atomic(() => { a.insert([3]); return Promise.reject(new Error('late')); }); } catch (e) { out.code3 = e.code; }
       setTimeout(() => { out.rows = a.select(); console.log(JSON.stringify(out)); }, 50);
     `);
     expect({ status: child.status, signal: child.signal, last: child.last }, summary(child)).toEqual({
-      status: 0, signal: null, last: { code: 'ER_TRANSACTION', capped: true, code2: 'ER_TRANSACTION', rows: [[1]] },
+      status: 0, signal: null, last: { code: 'ER_TRANSACTION', capped: true, code2: 'ER_TRANSACTION', code3: 'ER_TRANSACTION', rows: [[1]] },
     });
   });
 
