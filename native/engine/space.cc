@@ -408,14 +408,23 @@ size_t Space::index_memory() const {
 }
 
 void Space::truncate() {
+  if (depth_ > 0 && !indexes_.empty()) {
+    // One deletion per tuple, so that the transaction can undo them; all or nothing, as every
+    // statement is: a deletion that fails (no memory for its undo entry) undoes the ones before.
+    const std::vector<Tuple*> tuples = all_tuples();
+    const size_t sp = begin();
+    try {
+      for (Tuple* t : tuples) apply(t, nullptr);
+    } catch (...) {
+      rollback(sp);  // never allocates
+      throw;
+    }
+    commit(sp);
+  }
   if (build_)
     build_->fail(err::kIndexBuildAborted, "Building index '" + build_->index().name() + "' was aborted: space '" +
                                               name_ + "' was truncated");
-  if (indexes_.empty()) return;
-  if (depth_ > 0) {
-    for (Tuple* t : all_tuples()) apply(t, nullptr);
-    return;
-  }
+  if (indexes_.empty() || depth_ > 0) return;
   free_large_tuples();
   for (auto& idx : indexes_) idx->clear();
   arena_.reset();

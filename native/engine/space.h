@@ -204,7 +204,8 @@ class Space {
   Tuple* upsert(const uint8_t* data, size_t size, const uint8_t* ops, size_t ops_size);
 
   size_t len() const;
-  // Removes every tuple (inside a transaction, statement by statement, so it can be rolled back).
+  // Removes every tuple (inside a transaction, tuple by tuple, so it can be rolled back; all or
+  // nothing). Fails a running index build, once the tuples are gone.
   void truncate();
   // What the space holds natively (memory() in JavaScript). tuple_memory(): the arena's whole
   // slabs and 2 MiB chunks, free space in them included, plus tuples too large for a slab.
