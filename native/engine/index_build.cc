@@ -12,7 +12,9 @@ IndexBuild::IndexBuild(std::unique_ptr<Index> index, std::unique_ptr<Cursor> wal
     : index_(std::move(index)), walk_(std::move(walk)), space_name_(std::move(space_name)) {}
 
 void IndexBuild::fail(const char* code, const std::string& message) noexcept {
-  if (error_) return;  // the first reason stands
+  if (error_ && !undoable_) return;  // the first reason that stands, stands
+  undoable_ = false;
+  restart_ = false;
   try {
     error_ = std::make_unique<DbError>(code, message);
   } catch (...) {
@@ -31,12 +33,40 @@ bool IndexBuild::fits(const Tuple* t) const noexcept {
   }
 }
 
+void IndexBuild::fail_at(size_t undo_pos, const char* code, const std::string& message) noexcept {
+  if (error_) return;  // the first reason stands (a later one came while not following writes)
+  fail(code, message);
+  undoable_ = undo_pos != kNoUndo;
+  fail_pos_ = undo_pos;
+}
+
+void IndexBuild::rolled_back_to(size_t savepoint) noexcept {
+  if (error_ && undoable_ && fail_pos_ >= savepoint) restart_ = true;
+}
+
+void IndexBuild::transaction_ended() noexcept {
+  if (!restart_) undoable_ = false;
+}
+
+void IndexBuild::restart(std::unique_ptr<Cursor> walk) {
+  if (held_) {
+    index_->hold_for_undo(false);
+    held_ = false;
+  }
+  index_->clear();
+  walk_ = std::move(walk);
+  walked_ = 0;
+  error_.reset();
+  undoable_ = false;
+  restart_ = false;
+}
+
 DbError IndexBuild::duplicate() const {
   return DbError(err::kDuplicateKey,
                  "Duplicate key exists in unique index '" + index_->name() + "' in space '" + space_name_ + "'");
 }
 
-void IndexBuild::on_replace(Tuple* old, Tuple* nw, size_t reinserts) noexcept {
+void IndexBuild::on_replace(Tuple* old, Tuple* nw, size_t reinserts, size_t undo_pos) noexcept {
   if (failed()) return;
   try {
     if (reinserts > 0) index_->reserve_undo(reinserts, nw != nullptr);
@@ -51,26 +81,26 @@ void IndexBuild::on_replace(Tuple* old, Tuple* nw, size_t reinserts) noexcept {
     if (dup != nullptr && dup != had) throw duplicate();
     index_->replace(had, nw, prepared);
   } catch (const DbError& e) {
-    fail(e.code(), e.what());
+    fail_at(undo_pos, e.code(), e.what());
   } catch (const std::bad_alloc&) {
-    fail(err::kMemory, "Out of memory while building index '" + index_->name() + "'");
+    fail_at(undo_pos, err::kMemory, "Out of memory while building index '" + index_->name() + "'");
   } catch (...) {
-    fail(err::kMemory, "Building index '" + index_->name() + "' failed");
+    fail_at(undo_pos, err::kMemory, "Building index '" + index_->name() + "' failed");
   }
 }
 
-void IndexBuild::on_restore(Tuple* cur, Tuple* old) noexcept {
+void IndexBuild::on_restore(Tuple* cur, Tuple* old, size_t undo_pos) noexcept {
   if (failed()) return;
   // cur went in by on_replace (the build was not failed then); old goes back into the primary.
   if (old != nullptr && !fits(old)) {
-    fail(err::kFieldType, "Index '" + index_->name() + "' cannot hold a tuple of space '" + space_name_ +
-                              "': a field it indexes is missing or of another type");
+    fail_at(undo_pos, err::kFieldType, "Index '" + index_->name() + "' cannot hold a tuple of space '" + space_name_ +
+                                           "': a field it indexes is missing or of another type");
     return;
   }
   if (old != nullptr && index_->unique()) {
     Tuple* dup = index_->find_dup(old);
     if (dup != nullptr && dup != cur && dup != old) {
-      fail(err::kDuplicateKey, duplicate().what());
+      fail_at(undo_pos, err::kDuplicateKey, duplicate().what());
       return;
     }
   }
@@ -79,7 +109,9 @@ void IndexBuild::on_restore(Tuple* cur, Tuple* old) noexcept {
 }
 
 void IndexBuild::hold_for_undo(bool hold) noexcept {
-  if (!failed()) index_->hold_for_undo(hold);
+  if (failed() || held_ == hold) return;
+  index_->hold_for_undo(hold);
+  held_ = hold;
 }
 
 void IndexBuild::rolled_back() noexcept {
@@ -128,6 +160,11 @@ int64_t Space::index_build_step(size_t max_tuples, uint64_t budget_ns) {
   if (depth_ > 0) return -1;  // between statements of a transaction: the walk waits for its end
   bool done;
   try {
+    if (build_->restart_pending()) {
+      static const uint8_t kNoKey[] = {0x90};
+      build_->restart(indexes_[0]->make_cursor(
+          IterType::kAll, std::string(reinterpret_cast<const char*>(kNoKey), sizeof kNoKey), 0, /*bounded=*/true));
+    }
     done = build_->step(max_tuples, budget_ns);
     if (done) {
       fault::point();

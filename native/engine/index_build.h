@@ -21,6 +21,13 @@
 // throws that error and the space discards the build, leaving everything as it was before the
 // build began (as Tarantool's memtx_build_on_replace does). truncate() fails it too.
 //
+// A failure that a write inside a transaction caused is undone with that write: when a
+// rollback undoes the write (or the failure came from a restore of that rollback), the build
+// starts over at its next step, from an empty index and a new walk, since the index stopped
+// following writes at the failure. Once the transaction commits, the failure stands. So a
+// rolled-back frame that wrote a duplicate fails no build, whether or not the walk had passed
+// the key it duplicated. truncate()'s failure always stands.
+//
 // Invariant kept for rollback: the space reserves the new index's undo room before every
 // change it mirrors (reserve_undo), so on_restore() never allocates. A restore that would put a
 // duplicate into a unique new index fails the build instead.
@@ -56,16 +63,30 @@ class IndexBuild {
   bool failed() const { return error_ != nullptr; }
   // REQUIRES: failed().
   const DbError& error() const { return *error_; }
-  // Stops following writes; the next step throws this error.
+  // Stops following writes; the next step throws this error. It stands whatever a rollback
+  // does, and replaces a failure that a rollback could still undo.
   void fail(const char* code, const std::string& message) noexcept;
 
+  // The position of a change's undo entry in the space's undo log, or kNoUndo outside a
+  // transaction.
+  static constexpr size_t kNoUndo = SIZE_MAX;
   // Mirrors Space::apply(old, nw): runs after the visible indexes changed. reinserts: the undo
-  // room the space reserved in every index for this change. Never throws.
-  void on_replace(Tuple* old, Tuple* nw, size_t reinserts) noexcept;
-  // Mirrors a rollback's Index::restore(cur, old). Never allocates, never throws.
-  void on_restore(Tuple* cur, Tuple* old) noexcept;
+  // room the space reserved in every index for this change; undo_pos: where the change's undo
+  // entry goes. Never throws.
+  void on_replace(Tuple* old, Tuple* nw, size_t reinserts, size_t undo_pos) noexcept;
+  // Mirrors a rollback's Index::restore(cur, old) of the undo entry at undo_pos. Never
+  // allocates, never throws.
+  void on_restore(Tuple* cur, Tuple* old, size_t undo_pos) noexcept;
   void hold_for_undo(bool hold) noexcept;
   void rolled_back() noexcept;
+  // A rollback to `savepoint` ended: a failure caused at or after it is undone (restart_pending).
+  void rolled_back_to(size_t savepoint) noexcept;
+  // The outermost transaction ended: a failure it caused and did not undo stands.
+  void transaction_ended() noexcept;
+  bool restart_pending() const { return restart_; }
+  // Starts over: an empty index, `walk` (a new bounded ALL cursor over the primary), no failure.
+  // REQUIRES: restart_pending(); no transaction is open.
+  void restart(std::unique_ptr<Cursor> walk);
 
   // Inserts up to max_tuples tuples of the walk, or fewer when budget_ns is spent. Returns true
   // when the walk has ended. Throws the build's error (failed()), or ER_DUPLICATE_KEY,
@@ -80,11 +101,17 @@ class IndexBuild {
   bool fits(const Tuple* t) const noexcept;
   bool stored(Tuple* t) const { return t != nullptr && fits(t) && index_->find_dup(t) == t; }
   DbError duplicate() const;
+  // A failure caused by the change whose undo entry is at undo_pos (kNoUndo: none, it stands).
+  void fail_at(size_t undo_pos, const char* code, const std::string& message) noexcept;
 
   std::unique_ptr<Index> index_;
   std::unique_ptr<Cursor> walk_;
   std::string space_name_;
   std::unique_ptr<DbError> error_;
+  bool undoable_ = false;  // error_ came from a change at fail_pos_ of an open transaction
+  size_t fail_pos_ = 0;
+  bool restart_ = false;   // a rollback undid that change: start over at the next step
+  bool held_ = false;      // index_->hold_for_undo(true) is in force
   size_t walked_ = 0;
 };
 

@@ -235,7 +235,7 @@ void Space::apply(Tuple* old, Tuple* nw, const uint64_t* prepared, size_t n) {
   }
   if (nw != nullptr) bytes_ += nw->size;
   if (old != nullptr) bytes_ -= old->size;
-  if (build_) build_->on_replace(old, nw, reinserts);
+  if (build_) build_->on_replace(old, nw, reinserts, depth_ > 0 ? undo_.size() : IndexBuild::kNoUndo);
   if (depth_ > 0) {
     undo_.push_back(UndoEntry{old, nw});
     if (old != nullptr) reinserts_++;
@@ -444,7 +444,10 @@ void Space::end_transaction() noexcept {
   reinserts_ = 0;
   if (undo_.capacity() > 4096) std::vector<UndoEntry>().swap(undo_);  // frees, never allocates
   for (auto& idx : indexes_) idx->hold_for_undo(false);
-  if (build_) build_->hold_for_undo(false);
+  if (build_) {
+    build_->hold_for_undo(false);
+    build_->transaction_ended();
+  }
 }
 
 void Space::commit(size_t savepoint) {
@@ -463,7 +466,7 @@ void Space::rollback(size_t savepoint) {
   // Never allocates: every index reserved what its restore() needs before each change.
   while (undo_.size() > savepoint) {
     const UndoEntry e = undo_.back();
-    if (build_) build_->on_restore(e.nw, e.old);
+    if (build_) build_->on_restore(e.nw, e.old, undo_.size() - 1);
     for (size_t i = indexes_.size(); i-- > 0;) indexes_[i]->restore(e.nw, e.old);
     if (e.old != nullptr) bytes_ += e.old->size;
     if (e.nw != nullptr) bytes_ -= e.nw->size;
@@ -475,6 +478,7 @@ void Space::rollback(size_t savepoint) {
     for (auto& idx : indexes_) idx->rolled_back();
     if (build_) build_->rolled_back();
   }
+  if (build_) build_->rolled_back_to(savepoint);
   if (--depth_ == 0) end_transaction();
 }
 

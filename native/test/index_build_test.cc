@@ -1,7 +1,8 @@
 // Index builds in steps (index_build.h): writes, transactions and rollbacks between steps are
 // reflected in the new index; the primary grows (HASH) while the build walks it; a duplicate
 // halfway, an allocation failure at any point, and truncate() fail the build and change nothing;
-// a space destroyed mid-build frees everything (ASan).
+// a failure that a rolled-back write caused is undone with it; a space destroyed mid-build frees
+// everything (ASan).
 #include <map>
 #include <string>
 
@@ -180,6 +181,68 @@ void truncate_and_destroy() {
   d.reset();
 }
 
+// A duplicate written inside a transaction fails the build only if the transaction commits: a
+// rollback that undoes it (the whole transaction, or the nested one that wrote it) makes the
+// build start over, whether or not the walk had passed the key it duplicated.
+void rolled_back_failure(const char* pk, const char* kind) {
+  const std::string ctx = std::string(pk) + "/" + kind;
+  auto fresh = [&](std::map<uint64_t, uint64_t>& model) {
+    auto s = std::make_unique<ce::Space>("rb", 1 << 20);
+    s->create_index("pk", pk, true, {ce::KeyPart{0, ce::FieldType::kUnsigned}});
+    for (uint64_t id = 0; id < 2000; id++) {
+      insert(*s, id, id);
+      model[id] = id;
+    }
+    s->begin_index_build("ttl", kind, true, {ce::KeyPart{1, ce::FieldType::kUnsigned}});
+    s->index_build_step(300, 1000000000);
+    return s;
+  };
+  for (const uint64_t dup : {uint64_t(5), uint64_t(1990)}) {  // a key the walk passed, or not yet (TREE pk)
+    std::map<uint64_t, uint64_t> model;
+    auto s = fresh(model);
+    const size_t sp = s->begin();
+    insert(*s, 9000, dup);
+    s->rollback(sp);
+    expect(run_build(*s) == 1, ctx, ": dup ", dup, ": rolled back, yet the build failed");
+    expect_index_is(*s, 1, model, ctx + ": rolled back");
+  }
+  {  // nested: the inner transaction wrote the duplicate and rolls back, the outer one commits
+    std::map<uint64_t, uint64_t> model;
+    auto s = fresh(model);
+    const size_t outer = s->begin();
+    insert(*s, 9001, 100000);
+    model[9001] = 100000;
+    const size_t inner = s->begin();
+    insert(*s, 9002, 7);
+    s->rollback(inner);
+    insert(*s, 9003, 100001);
+    model[9003] = 100001;
+    s->commit(outer);
+    expect(run_build(*s) == 1, ctx, ": nested rollback, yet the build failed");
+    expect_index_is(*s, 1, model, ctx + ": nested");
+  }
+  {  // committed: the failure stands
+    std::map<uint64_t, uint64_t> model;
+    auto s = fresh(model);
+    const size_t sp = s->begin();
+    insert(*s, 9004, 9);
+    s->commit(sp);
+    test::expect_error(ce::err::kDuplicateKey, [&] { run_build(*s); }, ctx + ": committed duplicate");
+    expect(!s->index_building() && s->index_count() == 1, ctx, ": not discarded");
+    test::expect_sound(*s, ctx);
+  }
+  {  // a truncate inside the transaction fails the build for good, even when it rolls back
+    std::map<uint64_t, uint64_t> model;
+    auto s = fresh(model);
+    const size_t sp = s->begin();
+    insert(*s, 9005, 11);
+    s->truncate();
+    s->rollback(sp);
+    test::expect_error(ce::err::kIndexBuildAborted, [&] { run_build(*s); }, ctx + ": truncate");
+    test::expect_sound(*s, ctx);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -194,6 +257,8 @@ int main() {
   allocation_failure("TREE");
   allocation_failure("HASH");
   truncate_and_destroy();
+  for (const char* pk : {"HASH", "TREE"})
+    for (const char* kind : {"TREE", "HASH"}) rolled_back_failure(pk, kind);
   std::puts("index_build_test: ok");
   return 0;
 }
