@@ -12,7 +12,7 @@ IndexBuild::IndexBuild(std::unique_ptr<Index> index, std::unique_ptr<Cursor> wal
     : index_(std::move(index)), walk_(std::move(walk)), space_name_(std::move(space_name)) {}
 
 void IndexBuild::fail(const char* code, const std::string& message) noexcept {
-  if (error_ && !undoable_) return;  // the first reason that stands, stands
+  if (error_ && !undoable_) return;  // a failure that stands is never replaced
   undoable_ = false;
   restart_ = false;
   try {
