@@ -703,7 +703,7 @@ function treeRunsModel(seed: number): { walks: number; steps: number } {
       const victims = sec.select(key, { iterator: r.chance(0.5) ? 'EQ' : 'REQ', limit: 200 + r.int(800) });
       const before = space.len();
       expect(() => atomic(() => {
-        for (const t of victims) space.delete(t[0]);
+        for (const t of victims) space.delete(t[0] as number);
         for (let k = 0; k < 300; k++) {
           const id = pkOf();
           if (!model.has(id) && space.get(id) === undefined) space.insert([id, key, ++ver]);
@@ -714,7 +714,7 @@ function treeRunsModel(seed: number): { walks: number; steps: number } {
     } else if (growing && p < 0.66) {
       // delete a slice of one run for good
       const victims = sec.select(r.pick(KEYS), { iterator: 'EQ', offset: r.int(500), limit: 300 });
-      space.transaction(() => { for (const t of victims) space.delete(t[0]); });
+      space.transaction(() => { for (const t of victims) space.delete(t[0] as number); });
       for (const t of victims) drop(t[0] as number);
     } else if (growing && p < 0.68 && walks.length < 10) {
       const iterator = r.pick(ITERATORS);

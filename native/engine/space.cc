@@ -432,6 +432,8 @@ void Space::truncate() {
 }
 
 size_t Space::begin() {
+  if (open_.size() == open_.capacity()) fault::point();
+  open_.push_back(undo_.size());  // may throw std::bad_alloc: nothing changed yet
   if (depth_++ == 0) {
     for (auto& idx : indexes_) idx->hold_for_undo(true);
     if (build_) build_->hold_for_undo(true);
@@ -450,9 +452,19 @@ void Space::end_transaction() noexcept {
   }
 }
 
+// A savepoint must be the innermost open transaction's: an older one would end the inner ones
+// unseen, and a rollback to a savepoint inside the transaction would undo only part of it and
+// then drop the rest of its undo log (the tuples it replaced or deleted never freed).
+void Space::check_savepoint(size_t savepoint, const char* what) const {
+  if (depth_ == 0) throw DbError(err::kTransaction, std::string(what) + " without a matching begin()");
+  if (savepoint != open_.back())
+    throw DbError(err::kTransaction, std::string(what) + ": savepoint " + std::to_string(savepoint) +
+                                         " is not the innermost open transaction's (" + std::to_string(open_.back()) + ")");
+}
+
 void Space::commit(size_t savepoint) {
-  if (depth_ == 0 || savepoint > undo_.size())
-    throw DbError(err::kTransaction, "commit() without a matching begin()");
+  check_savepoint(savepoint, "commit()");
+  open_.pop_back();
   if (--depth_ > 0) return;
   for (const UndoEntry& e : undo_)
     if (e.old != nullptr) free_tuple(e.old);
@@ -460,8 +472,7 @@ void Space::commit(size_t savepoint) {
 }
 
 void Space::rollback(size_t savepoint) {
-  if (depth_ == 0 || savepoint > undo_.size())
-    throw DbError(err::kTransaction, "rollback() without a matching begin()");
+  check_savepoint(savepoint, "rollback()");
   const bool undone = undo_.size() > savepoint;
   // Never allocates: every index reserved what its restore() needs before each change.
   while (undo_.size() > savepoint) {
@@ -479,6 +490,7 @@ void Space::rollback(size_t savepoint) {
     if (build_) build_->rolled_back();
   }
   if (build_) build_->rolled_back_to(savepoint);
+  open_.pop_back();
   if (--depth_ == 0) end_transaction();
 }
 

@@ -251,6 +251,7 @@ class Space {
   // The outermost transaction ended: clears the undo log and lets the indexes release their
   // undo reserves.
   void end_transaction() noexcept;
+  void check_savepoint(size_t savepoint, const char* what) const;
   void insert_tuple(Tuple* t, bool replace, uint64_t pk_prepared, const Now& now = Now());
   // Replaces old by nw in every index (either may be null). prepared[i], for i < n, is
   // Index::prepare() of indexes_[i] for the tuple this leaves in it: nw when given, else old.
@@ -291,6 +292,7 @@ class Space {
   std::vector<UndoEntry> undo_;
   std::vector<uint64_t> prepared_;  // insert_tuple's per-index prepare() values
   uint32_t depth_ = 0;
+  std::vector<size_t> open_;  // the savepoints begin() returned, one per open transaction
   size_t reinserts_ = 0;  // open undo entries with an old tuple: re-inserts a rollback makes
   std::unique_ptr<IndexBuild> build_;  // an index being built (createIndexAsync), or null
   // update()/upsert()'s parsed operations and the updated tuple's bytes before they are stored,

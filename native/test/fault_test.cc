@@ -8,6 +8,7 @@
 // primary, a unique and a non-unique TREE and a HASH secondary; of a chunk that emptied its
 // trees; of random transactions) passes no allocation point and makes no heap allocation at all
 // (operator new is counted here) while every allocation is made to fail, and restores every index.
+// Savepoints must nest: a stale one is refused and changes nothing.
 #include <algorithm>
 #include <new>
 #include <vector>
@@ -320,8 +321,34 @@ void random_rollbacks(const char* pk) {
 
 }  // namespace
 
+// Savepoints nest (space.h): a commit or rollback with any savepoint but the innermost open
+// transaction's is refused (ER_TRANSACTION) and changes nothing, and the right one still works.
+// A rollback to a savepoint inside the transaction used to be accepted: it undid part of the
+// transaction, ended it, and dropped the rest of its undo log (half the transaction stayed, and
+// the tuples it had replaced were never freed).
+void savepoints_nest(const char* pk) {
+  auto s = populated(pk, 20);
+  const Snap base = snapshot(*s);
+  const size_t outer = s->begin();
+  put(*s, row(0, 5, "replaced"), /*replace=*/true);
+  const size_t inner = s->begin();
+  put(*s, row(1001, 5, "b"));
+  const Snap mid = snapshot(*s);
+  for (const size_t bad : {outer, inner + 1, inner + 7}) {
+    test::expect_error(ce::err::kTransaction, [&] { s->commit(bad); }, std::string(pk) + ": commit, a stale savepoint");
+    test::expect_error(ce::err::kTransaction, [&] { s->rollback(bad); }, std::string(pk) + ": rollback, a stale savepoint");
+  }
+  expect(snapshot(*s) == mid && s->in_transaction(), pk, ": a refused savepoint changed something");
+  rollback_without_allocating(*s, inner, std::string(pk) + ": the inner transaction");
+  rollback_without_allocating(*s, outer, std::string(pk) + ": the outer transaction");
+  expect(snapshot(*s) == base && !s->in_transaction(), pk, ": not rolled back to where it began");
+  test::expect_error(ce::err::kTransaction, [&] { s->commit(0); }, std::string(pk) + ": commit, no transaction");
+  test::expect_sound(*s, pk);
+}
+
 int main() {
   for (const char* pk : {"TREE", "HASH"}) {
+    savepoints_nest(pk);
     statements(pk);
     chunks(pk);
     rollback_cannot_fail(pk);
