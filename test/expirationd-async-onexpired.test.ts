@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { useTaskTimers } from './support/task-timers.js';
+import { watchUnhandledRejections } from './support/rejections.js';
 
 useTaskTimers();
 
@@ -34,15 +35,7 @@ function manual() {
 
 const ids = (tuples: Tuple[]) => tuples.map((t) => t[0] as number);
 
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-beforeEach(() => {
-  unhandled = [];
-  process.on('unhandledRejection', onUnhandled);
-});
-afterEach(() => {
-  process.off('unhandledRejection', onUnhandled);
-});
+const rejections = watchUnhandledRejections({ failAfterEach: false });
 
 const shapes: Array<[string, TaskOptions, boolean]> = [
   ['TREE full scan', {}, false],
@@ -138,7 +131,7 @@ describe.each(shapes)('%s', (_name, shape, hash) => {
     }
     expect(space.len()).toBe(0);
     expect(calls.slice(5).flatMap((c) => ids(c.tuples)).sort()).toEqual(poison);
-    expect(unhandled).toEqual([]);
+    expect(rejections.list).toEqual([]);
   });
 
   test('kill while the promise is pending: its resolution deletes nothing', async () => {
@@ -180,7 +173,7 @@ describe.each(shapes)('%s', (_name, shape, hash) => {
     calls[0].resolve();
     await vi.advanceTimersByTimeAsync(1_000);
     expect(task.isRunning).toBe(false);
-    expect(unhandled).toEqual([]);
+    expect(rejections.list).toEqual([]);
   });
 });
 
@@ -215,6 +208,6 @@ describe('detecting an async onExpired', () => {
     fail = false;
     for (let i = 0; i < 20 && space.len() > 0; i++) await vi.advanceTimersByTimeAsync(1_000);
     expect(space.len()).toBe(0);
-    expect(unhandled).toEqual([]);
+    expect(rejections.list).toEqual([]);
   });
 });

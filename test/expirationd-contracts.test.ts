@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { useTaskTimers } from './support/task-timers.js';
+import { watchUnhandledRejections } from './support/rejections.js';
 
 useTaskTimers();
 
@@ -23,15 +24,7 @@ function start(space: Space, options: TaskOptions): Task {
   return expirationd.start('contracts', space, { field: 3, scanSize: 10, fullScanDelay: 1, now: () => NOW, ...options });
 }
 
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-beforeEach(() => {
-  unhandled = [];
-  process.on('unhandledRejection', onUnhandled);
-});
-afterEach(() => {
-  process.off('unhandledRejection', onUnhandled);
-});
+const rejections = watchUnhandledRejections({ failAfterEach: false });
 
 /** Lets pending promise callbacks and the unhandled-rejection check run (real time). */
 async function settleMicrotasks(): Promise<void> {
@@ -70,7 +63,7 @@ describe('isExpired must be synchronous and return a boolean', () => {
     task.on('error', () => {});
     await vi.advanceTimersByTimeAsync(3_000);
     await settleMicrotasks();
-    expect(unhandled).toEqual([]);
+    expect(rejections.list).toEqual([]);
     expect(space.len()).toBe(10);
   });
 
@@ -117,7 +110,7 @@ describe('now() must be synchronous', () => {
     task.on('error', (e) => errors.push(e));
     await vi.advanceTimersByTimeAsync(3_000);
     await settleMicrotasks();
-    expect(unhandled).toEqual([]);
+    expect(rejections.list).toEqual([]);
     expect(space.len()).toBe(10);
     expect(errors[0]).toMatchObject({ code: 'ER_ILLEGAL_PARAMS', message: expect.stringMatching(/now\(\) must be synchronous/) });
     // Each failed chunk ends its pass: onFullScanError, then onFullScanComplete.
@@ -140,7 +133,7 @@ describe('onExpired and pass callbacks', () => {
     const task = start(space, { onFullScanComplete: () => Promise.reject(new Error('async hook')) as never });
     await vi.advanceTimersByTimeAsync(2_000);
     await settleMicrotasks();
-    expect(unhandled).toEqual([]);
+    expect(rejections.list).toEqual([]);
     expect(task.stats().fullScans).toBeGreaterThan(0);
     expect(space.len()).toBe(0);
   });

@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { CappedError, Space, atomic, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { useTaskTimers } from './support/task-timers.js';
+import { watchUnhandledRejections } from './support/rejections.js';
 
 useTaskTimers();
 
@@ -34,16 +35,7 @@ function runUntil(done: () => boolean): void {
 const ids = (tuples: readonly Tuple[]) => tuples.map((t) => t[0] as number);
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-beforeEach(() => {
-  unhandled = [];
-  process.on('unhandledRejection', onUnhandled);
-});
-afterEach(() => {
-  process.off('unhandledRejection', onUnhandled);
-  expect(unhandled).toEqual([]);
-});
+watchUnhandledRejections();
 
 describe('options', () => {
   const space = () => makeSpace(1);

@@ -7,6 +7,7 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { Space, atomic, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { useTaskTimers } from './support/task-timers.js';
+import { watchUnhandledRejections } from './support/rejections.js';
 
 useTaskTimers();
 
@@ -14,16 +15,7 @@ const NOW = 1000;
 const EXPIRED = 23;
 const LIVE = 3;
 
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-beforeEach(() => {
-  unhandled = [];
-  process.on('unhandledRejection', onUnhandled);
-});
-afterEach(() => {
-  process.off('unhandledRejection', onUnhandled);
-  expect(unhandled).toEqual([]);
-});
+watchUnhandledRejections();
 
 const flush = async () => {
   for (let i = 0; i < 8; i++) await Promise.resolve();

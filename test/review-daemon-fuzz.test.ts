@@ -42,19 +42,11 @@ import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../
 import { cpuClock } from '../src/expirationd/scheduler.js';
 import { useKeepupTimers } from './support/keepup.js';
 import { mulberry32 } from '../bench/lib/random.js';
+import { watchUnhandledRejections } from './support/rejections.js';
 
 useKeepupTimers();
 
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-beforeEach(() => {
-  unhandled = [];
-  process.on('unhandledRejection', onUnhandled);
-});
-afterEach(() => {
-  process.off('unhandledRejection', onUnhandled);
-  expect(unhandled).toEqual([]);
-});
+watchUnhandledRejections();
 
 type Kind = 'plain' | 'sync' | 'async' | 'asyncPlain' | 'process';
 type Pred = 'none' | 'ttl' | 'subset' | 'throwing';

@@ -10,14 +10,12 @@ import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { useTaskTimers } from './support/task-timers.js';
 import { mulberry32 } from '../bench/lib/random.js';
+import { watchUnhandledRejections } from './support/rejections.js';
 
 useTaskTimers();
 
 const NOW = 1000;
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-beforeEach(() => { unhandled = []; process.on('unhandledRejection', onUnhandled); });
-afterEach(() => { process.off('unhandledRejection', onUnhandled); expect(unhandled).toEqual([]); });
+watchUnhandledRejections();
 
 function makeSpace(expired: number, live = 0, hash = false): Space {
   const space = new Space('d');

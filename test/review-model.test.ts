@@ -8,22 +8,14 @@ import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { mulberry32 } from '../bench/lib/random.js';
 import { useTaskTimers } from './support/task-timers.js';
+import { watchUnhandledRejections } from './support/rejections.js';
 
 useTaskTimers();
 
 const SEED = Number(process.env.REVIEW_SEED ?? 2);
 const STEPS = 400;
 
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-beforeEach(() => {
-  unhandled = [];
-  process.on('unhandledRejection', onUnhandled);
-});
-afterEach(() => {
-  process.off('unhandledRejection', onUnhandled);
-  expect(unhandled).toEqual([]);
-});
+watchUnhandledRejections();
 
 const flush = async () => {
   for (let i = 0; i < 8; i++) await Promise.resolve();

@@ -3,21 +3,13 @@ import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { Space, atomic, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { mulberry32 } from '../bench/lib/random.js';
 import { useTaskTimers } from './support/task-timers.js';
+import { watchUnhandledRejections } from './support/rejections.js';
 
 useTaskTimers();
 
 const NOW = 1000;
 
-let unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => unhandled.push(reason);
-beforeEach(() => {
-  unhandled = [];
-  process.on('unhandledRejection', onUnhandled);
-});
-afterEach(() => {
-  process.off('unhandledRejection', onUnhandled);
-  expect(unhandled).toEqual([]);
-});
+watchUnhandledRejections();
 
 function makeSpace(expired: number, live = 0, name = 'jobs'): Space {
   const space = new Space(name);
