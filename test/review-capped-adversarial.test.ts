@@ -13,6 +13,7 @@ import { pack } from '../src/native/codec.js';
 import { mulberry32 } from '../bench/lib/random.js';
 import { codeOf } from './support/errors.js';
 import { useTaskTimers } from './support/task-timers.js';
+import { EvictionFrames } from './support/eviction-frames.js';
 
 const size = (t: Tuple): number => pack(t).length;
 let clock = 100;
@@ -113,7 +114,6 @@ describe('handled attacks', () => {
 // Tuples are [id, name, exp, payload]; name is a secondary UNIQUE TREE key; exp the TTL field.
 // ---------------------------------------------------------------------------------------------
 type T4 = [number, string, number, string];
-class Rollback extends Error {}
 
 function runModel(seed: number, steps: number, cfg: { maxTuples?: number; maxBytes?: number; pk: 'TREE' | 'HASH' }): void {
   const next = mulberry32(seed);
@@ -128,8 +128,7 @@ function runModel(seed: number, steps: number, cfg: { maxTuples?: number; maxByt
   s.createIndex('exp', { unique: false, parts: [[3, 'number']] });
   s.createIndex('name', { parts: [[2, 'string']] });
   let model = new Map<number, T4>();
-  const frames: Tuple[][][] = [];          // pending reports per open frame
-  const expectedCalls: Tuple[][] = [];
+  const evictions = new EvictionFrames();
   const bytes = (m: Map<number, T4>): number => { let n = 0; for (const t of m.values()) n += size(t); return n; };
   const over = (m: Map<number, T4>): boolean =>
     (cfg.maxTuples !== undefined && m.size > cfg.maxTuples) || (cfg.maxBytes !== undefined && bytes(m) > cfg.maxBytes);
@@ -248,42 +247,22 @@ function runModel(seed: number, steps: number, cfg: { maxTuples?: number; maxByt
     expect(got, `${where}: op ${op}`).toBe(expected ?? 'ok');
     if (expected === undefined) {
       model = work;
-      if (evicted.length > 0) {
-        const top = frames[frames.length - 1];
-        if (top === undefined) expectedCalls.push(evicted);
-        else top.push(evicted);
-      }
+      evictions.evicted(evicted);
     }
   };
   const frame = (depth: number, where: string): void => {
     const commit = int(3) !== 0;
     const snapshot = new Map(model);
-    frames.push([]);
-    const body = (): void => {
+    evictions.frame(s, int(2) === 0, commit, () => {
       const n = 1 + int(4);
       for (let i = 0; i < n; i++) {
         if (depth < 3 && int(4) === 0) frame(depth + 1, `${where}/${i}`);
         else statement(`${where}/${i}`);
         expect(calls, `${where}: no report inside a frame`).toEqual([]);
       }
-      if (!commit) throw new Rollback();
-    };
-    let threw: unknown;
-    try {
-      if (int(2) === 0) atomic(body);
-      else s.transaction(body);
-    } catch (e) {
-      threw = e;
-    }
-    const pending = frames.pop() as Tuple[][];
-    if (!(threw instanceof Rollback) && threw !== undefined) throw threw;
-    if (commit) {
-      const parent = frames[frames.length - 1];
-      if (parent === undefined) expectedCalls.push(...pending);
-      else parent.push(...pending);
-    } else {
+    }, () => {
       model = snapshot;
-    }
+    });
     check(`${where} after frame (commit ${commit})`);
   };
   for (let step = 0; step < steps; step++) {
@@ -291,9 +270,7 @@ function runModel(seed: number, steps: number, cfg: { maxTuples?: number; maxByt
     if (step % 25 === 0) clock += 7;
     if (int(6) === 0) frame(0, where);
     else statement(where);
-    expect(calls, where).toEqual(expectedCalls);
-    calls.length = 0;
-    expectedCalls.length = 0;
+    evictions.expectReported(calls, where);
     check(where);
   }
   s.checkIntegrity();

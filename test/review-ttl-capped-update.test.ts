@@ -14,6 +14,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { Space, atomic, CappedError, type SpaceOptions, type Tuple } from '../src/index.js';
 import { pack } from '../src/native/codec.js';
 import { mulberry32 } from '../bench/lib/random.js';
+import { EvictionFrames } from './support/eviction-frames.js';
 
 let clock = 100;
 afterEach(() => {
@@ -495,7 +496,6 @@ describe('pairs() across TTL updates', () => {
 // clocks that move both ways, visible reads and open iterators checked after every statement.
 // ---------------------------------------------------------------------------------------------
 type Row = [number, string, number, string];
-class Rollback extends Error {}
 
 interface Cfg { pk: 'TREE' | 'HASH'; onFull: 'refuse' | 'evictExpiring'; maxTuples?: number; maxBytes?: number; unsignedMs: boolean }
 
@@ -515,8 +515,7 @@ function runModel(seed: number, steps: number, cfg: Cfg): void {
   s.createIndex('exp', { unique: false, parts: [[3, cfg.unsignedMs ? 'unsigned' : 'number']] });
   s.createIndex('name', { type: cfg.pk, parts: [[2, 'string']] });   // a unique HASH secondary with a HASH primary
   let model = new Map<number, Row>();
-  const frames: Tuple[][][] = [];
-  const expectedCalls: Tuple[][] = [];
+  const evictions = new EvictionFrames();
   const live = (t: Row): boolean => !(t[2] <= clock);
   const bytes = (m: Map<number, Row>): number => { let n = 0; for (const t of m.values()) n += size(t); return n; };
   const over = (m: Map<number, Row>): boolean =>
@@ -697,42 +696,22 @@ function runModel(seed: number, steps: number, cfg: Cfg): void {
     if (expected === undefined) {
       if (result !== 'skip') expect(got.value, `${where}: op ${op} result`).toEqual(result);
       model = work;
-      if (evicted.length > 0) {
-        const top = frames[frames.length - 1];
-        if (top === undefined) expectedCalls.push(evicted);
-        else top.push(evicted);
-      }
+      evictions.evicted(evicted);
     }
   };
   const frame = (depth: number, where: string): void => {
     const commit = int(3) !== 0;
     const snapshot = new Map(model);
-    frames.push([]);
-    const body = (): void => {
+    evictions.frame(s, int(2) === 0, commit, () => {
       const n = 1 + int(4);
       for (let i = 0; i < n; i++) {
         if (depth < 2 && int(4) === 0) frame(depth + 1, `${where}/${i}`);
         else statement(`${where}/${i}`);
         expect(calls, `${where}: no report inside a frame`).toEqual([]);
       }
-      if (!commit) throw new Rollback();
-    };
-    let threw: unknown;
-    try {
-      if (int(2) === 0) atomic(body);
-      else s.transaction(body);
-    } catch (e) {
-      threw = e;
-    }
-    const pending = frames.pop() as Tuple[][];
-    if (!(threw instanceof Rollback) && threw !== undefined) throw threw;
-    if (commit) {
-      const parent = frames[frames.length - 1];
-      if (parent === undefined) expectedCalls.push(...pending);
-      else parent.push(...pending);
-    } else {
+    }, () => {
       model = snapshot;
-    }
+    });
   };
   for (let step = 0; step < steps; step++) {
     const where = `seed ${seed} step ${step}`;
@@ -742,9 +721,7 @@ function runModel(seed: number, steps: number, cfg: Cfg): void {
     else if (c === 2) clock += cfg.unsignedMs ? 1 : 0.5;        // a float clock in 's'
     if (int(7) === 0) frame(0, where);
     else statement(where);
-    expect(calls, where).toEqual(expectedCalls);
-    calls.length = 0;
-    expectedCalls.length = 0;
+    evictions.expectReported(calls, where);
     check(where);
     stepWalks(where);
   }

@@ -1,0 +1,58 @@
+// The onEvict reports a model run of a capped space expects, with nested atomic()/transaction()
+// frames (README "Capped spaces"): a statement's evictions are reported once, in order, after
+// the outermost frame commits, and never for a frame that rolled back.
+import { expect } from 'vitest';
+import { atomic, type Space, type Tuple } from '../../src/index.js';
+
+class Rollback extends Error {}
+
+export class EvictionFrames {
+  /** Reports due since the last expectReported(), in order. */
+  private readonly due: Tuple[][] = [];
+  /** Per open frame, the evictions of its statements. */
+  private readonly open: Tuple[][][] = [];
+
+  /** A statement evicted `tuples`: due now outside a frame, else when the outermost one commits. */
+  evicted(tuples: Tuple[]): void {
+    if (tuples.length === 0) return;
+    const top = this.open[this.open.length - 1];
+    if (top === undefined) this.due.push(tuples);
+    else top.push(tuples);
+  }
+
+  /**
+   * Runs body in an atomic() (or, with useAtomic false, space.transaction()) frame that commits,
+   * or rolls back when `commit` is false (restore() then puts the model back). Rethrows any
+   * other error.
+   */
+  frame(space: Space<any, any>, useAtomic: boolean, commit: boolean, body: () => void, restore: () => void): void {
+    this.open.push([]);
+    const fn = (): void => {
+      body();
+      if (!commit) throw new Rollback();
+    };
+    let threw: unknown;
+    try {
+      if (useAtomic) atomic(fn);
+      else space.transaction(fn);
+    } catch (e) {
+      threw = e;
+    }
+    const pending = this.open.pop() as Tuple[][];
+    if (!(threw instanceof Rollback) && threw !== undefined) throw threw;
+    if (!commit) {
+      restore();
+      return;
+    }
+    const parent = this.open[this.open.length - 1];
+    if (parent === undefined) this.due.push(...pending);
+    else parent.push(...pending);
+  }
+
+  /** The onEvict calls made (then cleared) are exactly the reports due (then cleared). */
+  expectReported(calls: Tuple[][], where: string): void {
+    expect(calls, where).toEqual(this.due);
+    calls.length = 0;
+    this.due.length = 0;
+  }
+}
