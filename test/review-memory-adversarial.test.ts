@@ -21,6 +21,30 @@ afterEach(() => {
   testing.failAllocationAfter(-1);
 });
 
+/** Runs fn with the (n + 1)th allocation armed to fail: what it threw, and whether the failure fired. */
+function failingAt(n: number, fn: () => void): { error: unknown; fired: boolean } {
+  testing.failAllocationAfter(n);
+  let error: unknown;
+  try {
+    fn();
+  } catch (e) {
+    error = e;
+  }
+  return { error, fired: testing.disarmAllocationFailure() };
+}
+
+/** failingAt for an async fn: armed until its promise settles. */
+async function failingAtAsync(n: number, fn: () => Promise<unknown>): Promise<{ error: unknown; fired: boolean }> {
+  testing.failAllocationAfter(n);
+  let error: unknown;
+  try {
+    await fn();
+  } catch (e) {
+    error = e;
+  }
+  return { error, fired: testing.disarmAllocationFailure() };
+}
+
 const NOW = 1000;
 /** The clock of every TTL space here; snapshots read with it far in the past to see every stored tuple. */
 let clock = NOW;
@@ -73,14 +97,7 @@ function everyFailure(what: string, setup: () => Attempt, op: (spaces: Space[]) 
     if (n > limit) throw new Error(`${what}: still failing after ${n} allocations`);
     const { spaces, check } = setup();
     const before = spaces.map(snapshot);
-    testing.failAllocationAfter(n);
-    let error: unknown;
-    try {
-      op(spaces);
-    } catch (e) {
-      error = e;
-    }
-    const fired = testing.disarmAllocationFailure();
+    const { error, fired } = failingAt(n, () => op(spaces));
     if (error === undefined) {
       expect(fired, `${what}: allocation #${n} failed, yet the call succeeded`).toBe(false);
       for (const s of spaces) consistent(s);
@@ -410,14 +427,7 @@ describe('createIndexAsync under allocation failure', () => {
       s.createIndex('pk', { parts: [[1, 'unsigned']] });
       for (let id = 0; id < 400; id++) s.insert([id, id % 7, nameOf(id)]);
       const before = snapshot(s);
-      testing.failAllocationAfter(n);
-      let error: unknown;
-      try {
-        await s.createIndexAsync('extra', def as never);
-      } catch (e) {
-        error = e;
-      }
-      const fired = testing.disarmAllocationFailure();
+      const { error, fired } = await failingAtAsync(n, () => s.createIndexAsync('extra', def as never));
       if (error === undefined) {
         expect(fired).toBe(false);
         expect(s.indexes.map((i) => i.name)).toEqual(['pk', 'extra']);
@@ -461,14 +471,7 @@ describe('createIndexAsync under allocation failure', () => {
         await new Promise((r) => setImmediate(r));
         await new Promise((r) => setImmediate(r));
         const before = snapshot(s);
-        testing.failAllocationAfter(n);
-        let error: unknown;
-        try {
-          write(s);
-        } catch (e) {
-          error = e;
-        }
-        const fired = testing.disarmAllocationFailure();
+        const { error, fired } = failingAt(n, () => write(s));
         if (error !== undefined) {
           expectMemoryError(error, `${what} during a build #${n}`);
           expect(snapshot(s), `${what} #${n}`).toEqual(before);
