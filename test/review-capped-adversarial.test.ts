@@ -250,25 +250,20 @@ function runModel(seed: number, steps: number, cfg: { maxTuples?: number; maxByt
       evictions.evicted(evicted);
     }
   };
-  const frame = (depth: number, where: string): void => {
-    const commit = int(3) !== 0;
-    const snapshot = new Map(model);
-    evictions.frame(s, int(2) === 0, commit, () => {
-      const n = 1 + int(4);
-      for (let i = 0; i < n; i++) {
-        if (depth < 3 && int(4) === 0) frame(depth + 1, `${where}/${i}`);
-        else statement(`${where}/${i}`);
-        expect(calls, `${where}: no report inside a frame`).toEqual([]);
-      }
-    }, () => {
-      model = snapshot;
-    });
-    check(`${where} after frame (commit ${commit})`);
+  const frames = {
+    space: s, int, maxDepth: 3, calls, statement,
+    save: () => {
+      const snapshot = new Map(model);
+      return () => {
+        model = snapshot;
+      };
+    },
+    after: (where: string, commit: boolean) => check(`${where} after frame (commit ${commit})`),
   };
   for (let step = 0; step < steps; step++) {
     const where = `seed ${seed} step ${step}`;
     if (step % 25 === 0) clock += 7;
-    if (int(6) === 0) frame(0, where);
+    if (int(6) === 0) evictions.randomFrame(frames, where);
     else statement(where);
     evictions.expectReported(calls, where);
     check(where);

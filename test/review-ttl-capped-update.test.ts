@@ -699,19 +699,14 @@ function runModel(seed: number, steps: number, cfg: Cfg): void {
       evictions.evicted(evicted);
     }
   };
-  const frame = (depth: number, where: string): void => {
-    const commit = int(3) !== 0;
-    const snapshot = new Map(model);
-    evictions.frame(s, int(2) === 0, commit, () => {
-      const n = 1 + int(4);
-      for (let i = 0; i < n; i++) {
-        if (depth < 2 && int(4) === 0) frame(depth + 1, `${where}/${i}`);
-        else statement(`${where}/${i}`);
-        expect(calls, `${where}: no report inside a frame`).toEqual([]);
-      }
-    }, () => {
-      model = snapshot;
-    });
+  const frames = {
+    space: s, int, maxDepth: 2, calls, statement,
+    save: () => {
+      const snapshot = new Map(model);
+      return () => {
+        model = snapshot;
+      };
+    },
   };
   for (let step = 0; step < steps; step++) {
     const where = `seed ${seed} step ${step}`;
@@ -719,7 +714,7 @@ function runModel(seed: number, steps: number, cfg: Cfg): void {
     if (c === 0) clock += 7 * unit;
     else if (c === 1) clock -= 3 * unit;                       // steps back
     else if (c === 2) clock += cfg.unsignedMs ? 1 : 0.5;        // a float clock in 's'
-    if (int(7) === 0) frame(0, where);
+    if (int(7) === 0) evictions.randomFrame(frames, where);
     else statement(where);
     evictions.expectReported(calls, where);
     check(where);

@@ -49,6 +49,34 @@ export class EvictionFrames {
     else parent.push(...pending);
   }
 
+  /**
+   * A random frame of a model run: 1 to 4 statements or nested frames (down to `maxDepth`),
+   * committed 2 times in 3, in atomic() or transaction(); no onEvict call may come inside it.
+   * `save()` takes the model and returns how to put it back; `after` runs once each frame closed.
+   */
+  randomFrame(run: {
+    space: Space<any, any>;
+    int: (n: number) => number;
+    maxDepth: number;
+    calls: Tuple[][];
+    statement: (where: string) => void;
+    save: () => () => void;
+    after?: (where: string, commit: boolean) => void;
+  }, where: string, depth = 0): void {
+    const { int } = run;
+    const commit = int(3) !== 0;
+    const restore = run.save();
+    this.frame(run.space, int(2) === 0, commit, () => {
+      const n = 1 + int(4);
+      for (let i = 0; i < n; i++) {
+        if (depth < run.maxDepth && int(4) === 0) this.randomFrame(run, `${where}/${i}`, depth + 1);
+        else run.statement(`${where}/${i}`);
+        expect(run.calls, `${where}: no report inside a frame`).toEqual([]);
+      }
+    }, restore);
+    run.after?.(where, commit);
+  }
+
   /** The onEvict calls made (then cleared) are exactly the reports due (then cleared). */
   expectReported(calls: Tuple[][], where: string): void {
     expect(calls, where).toEqual(this.due);
