@@ -13,7 +13,7 @@ import { pack } from '../src/native/codec.js';
 import { mulberry32 } from '../bench/lib/random.js';
 import { codeOf } from './support/errors.js';
 import { useTaskTimers } from './support/task-timers.js';
-import { EvictionFrames } from './support/eviction-frames.js';
+import { EvictionFrames, applyAssignments, randomAssignments, type Assignment } from './support/eviction-frames.js';
 
 const size = (t: Tuple): number => pack(t).length;
 let clock = 100;
@@ -170,20 +170,8 @@ function runModel(seed: number, steps: number, cfg: { maxTuples?: number; maxByt
     if (old !== undefined && old[2] > clock) return 'ER_DUPLICATE_KEY';
     return store(m, t, evicted);
   };
-  const apply = (t: T4, ops: Array<[string, number, unknown]>): T4 => {
-    const r = [...t] as T4;
-    for (const [, f, v] of ops) (r as unknown[])[f - 1] = v;
-    return r;
-  };
-  const randomOps = (): Array<[string, number, unknown]> => {
-    const ops: Array<[string, number, unknown]> = [];
-    const n = 1 + int(2);
-    for (let i = 0; i < n; i++) {
-      const k = int(3);
-      ops.push(k === 0 ? ['=', 4, payload()] : k === 1 ? ['=', 3, ttl()] : ['=', 2, `n${int(25)}`]);
-    }
-    return ops;
-  };
+  const apply = (t: T4, ops: Assignment[]): T4 => applyAssignments(t, ops);
+  const randomOps = (): Assignment[] => randomAssignments(int, payload, ttl, 25);
   const codeOfRun = (fn: () => unknown): Outcome | 'ok' => {
     try {
       fn();

@@ -14,7 +14,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { Space, atomic, CappedError, type SpaceOptions, type Tuple } from '../src/index.js';
 import { pack } from '../src/native/codec.js';
 import { mulberry32 } from '../bench/lib/random.js';
-import { EvictionFrames } from './support/eviction-frames.js';
+import { EvictionFrames, applyAssignments, randomAssignments, type Assignment } from './support/eviction-frames.js';
 
 let clock = 100;
 afterEach(() => {
@@ -566,20 +566,8 @@ function runModel(seed: number, steps: number, cfg: Cfg): void {
     if (old !== undefined && live(old)) return 'ER_DUPLICATE_KEY';
     return store(m, t, evicted);
   };
-  const apply = (t: Row, ops: Array<[string, number, unknown]>): Row => {
-    const r = [...t] as Row;
-    for (const [, f, v] of ops) (r as unknown[])[f - 1] = v;
-    return r;
-  };
-  const randomOps = (): Array<[string, number, unknown]> => {
-    const ops: Array<[string, number, unknown]> = [];
-    const n = 1 + int(2);
-    for (let i = 0; i < n; i++) {
-      const k = int(3);
-      ops.push(k === 0 ? ['=', 4, payload()] : k === 1 ? ['=', 3, ttl()] : ['=', 2, `n${int(20)}`]);
-    }
-    return ops;
-  };
+  const apply = (t: Row, ops: Assignment[]): Row => applyAssignments(t, ops);
+  const randomOps = (): Assignment[] => randomAssignments(int, payload, ttl, 20);
   const run = (fn: () => unknown): { code: Outcome | 'ok'; value?: unknown } => {
     try {
       return { code: 'ok', value: fn() };

@@ -84,3 +84,24 @@ export class EvictionFrames {
     this.due.length = 0;
   }
 }
+
+/** Update operations of the capped model runs: `=` only, on the name, TTL or payload field. */
+export type Assignment = [string, number, unknown];
+
+/** The tuple `ops` make of t (`=` on fields 2 to 4). */
+export function applyAssignments<T extends unknown[]>(t: T, ops: Assignment[]): T {
+  const r = [...t] as T;
+  for (const [, f, v] of ops) r[f - 1] = v;
+  return r;
+}
+
+/** 1 or 2 random assignments: a new payload (field 4), TTL (field 3) or name out of `names` (field 2). */
+export function randomAssignments(int: (n: number) => number, payload: () => unknown, ttl: () => unknown, names: number): Assignment[] {
+  const ops: Assignment[] = [];
+  const n = 1 + int(2);
+  for (let i = 0; i < n; i++) {
+    const k = int(3);
+    ops.push(k === 0 ? ['=', 4, payload()] : k === 1 ? ['=', 3, ttl()] : ['=', 2, `n${int(names)}`]);
+  }
+  return ops;
+}
