@@ -115,6 +115,20 @@ function everyFailure(what: string, setup: () => Attempt, op: (spaces: Space[]) 
 }
 
 const big = (s: string, n = 1500): string => s.padEnd(n, '.');
+
+/**
+ * A task's space: a primary and a TTL index 'exp' on field 3, ids 0..count-1 as [id, `v${id}`,
+ * ttl, payload]; every third id is expired (ttl NOW - 1 - id), the others live; every
+ * bigEvery-th payload is large. Returns the space and the expired and live ids.
+ */
+function expiringSpace(name: string, pk: 'TREE' | 'HASH', count: number, bigEvery: number): { s: Space; expired: number[]; live: number[] } {
+  const s = new Space(name);
+  s.createIndex('pk', { type: pk, parts: [[1, 'unsigned']] });
+  s.createIndex('exp', { unique: false, parts: [[3, 'number']] });
+  for (let id = 0; id < count; id++) s.insert([id, `v${id}`, id % 3 === 0 ? NOW - 1 - id : NOW + id, id % bigEvery === 0 ? big('e') : 'e']);
+  const ids = Array.from({ length: count }, (_, id) => id);
+  return { s, expired: ids.filter((id) => id % 3 === 0), live: ids.filter((id) => id % 3 !== 0) };
+}
 function nameOf(id: number): string {
   return `n${(id * 7919) % 100003}`;
 }
@@ -596,12 +610,7 @@ describe('expirationd: an asynchronous onExpired whose deletion after it resolve
     let firstFired = -1;
     for (let n = 0; ; n++) {
       expect(n).toBeLessThan(500);
-      const s = new Space('async-exp');
-      s.createIndex('pk', { type: pk, parts: [[1, 'unsigned']] });
-      s.createIndex('exp', { unique: false, parts: [[3, 'number']] });
-      for (let id = 0; id < 120; id++) s.insert([id, `v${id}`, id % 3 === 0 ? NOW - 1 - id : NOW + id, id % 10 === 0 ? big('e') : 'e']);
-      const expired = Array.from({ length: 120 }, (_, id) => id).filter((id) => id % 3 === 0);
-      const live = Array.from({ length: 120 }, (_, id) => id).filter((id) => id % 3 !== 0);
+      const { s, expired, live } = expiringSpace('async-exp', pk, 120, 10);
       const resolvers: Array<() => void> = [];
       let auto = false;
       const resolvedIds = new Set<number>();
@@ -687,11 +696,7 @@ describe('expirationd: processExpired archiving into a capped evicting space, ch
   it.each(['TREE', 'HASH'] as const)('%s pk: onEvict hears only of committed evictions, each archived tuple is either stored or evicted once', (pk) => {
     for (let n = 0; ; n++) {
       expect(n).toBeLessThan(3000);
-      const s = new Space('src');
-      s.createIndex('pk', { type: pk, parts: [[1, 'unsigned']] });
-      s.createIndex('exp', { unique: false, parts: [[3, 'number']] });
-      for (let id = 0; id < 90; id++) s.insert([id, `v${id}`, id % 3 === 0 ? NOW - 1 - id : NOW + id, id % 9 === 0 ? big('e') : 'e']);
-      const expired = Array.from({ length: 90 }, (_, id) => id).filter((id) => id % 3 === 0);
+      const { s, expired } = expiringSpace('src', pk, 90, 9);
       const reports: Tuple[][] = [];
       const archive = evicting(pk, { maxTuples: 8 }, reports);
       const errors: unknown[] = [];
