@@ -13,7 +13,7 @@ import { pack } from '../src/native/codec.js';
 import { mulberry32 } from '../bench/lib/random.js';
 import { codeOf } from './support/errors.js';
 import { useTaskTimers } from './support/task-timers.js';
-import { EvictionFrames, applyAssignments, randomAssignments, type Assignment } from './support/eviction-frames.js';
+import { EvictionFrames, applyAssignments, evictUntilFits, randomAssignments, type Assignment } from './support/capped-model.js';
 
 const size = (t: Tuple): number => pack(t).length;
 let clock = 100;
@@ -152,18 +152,8 @@ function runModel(seed: number, steps: number, cfg: { maxTuples?: number; maxByt
   const store = (m: Map<number, T4>, t: T4, evicted: Tuple[]): Outcome => {
     for (const x of m.values()) if (x[1] === t[1] && x[0] !== t[0]) return 'ER_DUPLICATE_KEY';
     m.set(t[0], t);
-    while (over(m)) {
-      if (cfg.maxBytes !== undefined && size(t) > cfg.maxBytes) return 'ER_SPACE_FULL';
-      let victim: T4 | undefined;
-      for (const x of m.values()) {
-        if (x[0] === t[0]) continue;
-        if (victim === undefined || x[2] < victim[2] || (x[2] === victim[2] && x[0] < victim[0])) victim = x;
-      }
-      if (victim === undefined) return 'ER_SPACE_FULL';
-      evicted.push(victim);
-      m.delete(victim[0]);
-    }
-    return undefined;
+    if (over(m) && cfg.maxBytes !== undefined && size(t) > cfg.maxBytes) return 'ER_SPACE_FULL';
+    return evictUntilFits(m, t[0], over, evicted) ? undefined : 'ER_SPACE_FULL';
   };
   const insertInto = (m: Map<number, T4>, t: T4, evicted: Tuple[]): Outcome => {
     const old = m.get(t[0]);

@@ -14,7 +14,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { Space, atomic, CappedError, type SpaceOptions, type Tuple } from '../src/index.js';
 import { pack } from '../src/native/codec.js';
 import { mulberry32 } from '../bench/lib/random.js';
-import { EvictionFrames, applyAssignments, randomAssignments, type Assignment } from './support/eviction-frames.js';
+import { EvictionFrames, applyAssignments, evictUntilFits, randomAssignments, type Assignment } from './support/capped-model.js';
 
 let clock = 100;
 afterEach(() => {
@@ -549,17 +549,7 @@ function runModel(seed: number, steps: number, cfg: Cfg): void {
     if (!over(m)) return undefined;
     if (cfg.onFull === 'refuse') return 'ER_SPACE_FULL';
     if (cfg.maxBytes !== undefined && size(t) > cfg.maxBytes) return 'ER_SPACE_FULL';
-    while (over(m)) {
-      let victim: Row | undefined;
-      for (const x of m.values()) {
-        if (x[0] === t[0]) continue;
-        if (victim === undefined || x[2] < victim[2] || (x[2] === victim[2] && x[0] < victim[0])) victim = x;
-      }
-      if (victim === undefined) return 'ER_SPACE_FULL';
-      evicted.push(victim);
-      m.delete(victim[0]);
-    }
-    return undefined;
+    return evictUntilFits(m, t[0], over, evicted) ? undefined : 'ER_SPACE_FULL';
   };
   const insertInto = (m: Map<number, Row>, t: Row, evicted: Tuple[]): Outcome => {
     const old = m.get(t[0]);

@@ -1,4 +1,5 @@
-// The onEvict reports a model run of a capped space expects, with nested atomic()/transaction()
+// The model runs of capped spaces (review-capped-adversarial, review-ttl-capped-update): the
+// onEvict reports they expect, with nested atomic()/transaction()
 // frames (README "Capped spaces"): a statement's evictions are reported once, in order, after
 // the outermost frame commits, and never for a frame that rolled back.
 import { expect } from 'vitest';
@@ -104,4 +105,24 @@ export function randomAssignments(int: (n: number) => number, payload: () => unk
     ops.push(k === 0 ? ['=', 4, payload()] : k === 1 ? ['=', 3, ttl()] : ['=', 2, `n${int(names)}`]);
   }
   return ops;
+}
+
+/**
+ * The model's 'evictExpiring' (README "Capped spaces"): evicts from m, into `evicted`, the tuple
+ * with the smallest TTL (field 3; ties by primary key, field 1), never the one with id `keep`,
+ * until `over(m)` is false. Returns false when nothing is left to evict.
+ */
+export function evictUntilFits<T extends unknown[]>(m: Map<number, T>, keep: number, over: (m: Map<number, T>) => boolean, evicted: Tuple[]): boolean {
+  while (over(m)) {
+    let victim: T | undefined;
+    for (const x of m.values()) {
+      if (x[0] === keep) continue;
+      if (victim === undefined || (x[2] as number) < (victim[2] as number) ||
+          (x[2] === victim[2] && (x[0] as number) < (victim[0] as number))) victim = x;
+    }
+    if (victim === undefined) return false;
+    evicted.push(victim);
+    m.delete(victim[0] as number);
+  }
+  return true;
 }
