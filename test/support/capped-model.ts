@@ -1,7 +1,8 @@
-// The model runs of capped spaces (review-capped-adversarial, review-ttl-capped-update): the
-// onEvict reports they expect, with nested atomic()/transaction()
-// frames (README "Capped spaces"): a statement's evictions are reported once, in order, after
-// the outermost frame commits, and never for a frame that rolled back.
+// The model runs of capped spaces (review-capped-adversarial, review-ttl-capped-update), by the
+// README's rules ("Capped spaces"): the eviction order, the update operations they draw, and the
+// onEvict reports they expect with nested atomic()/transaction() frames (a statement's
+// evictions are reported once, in order, after the outermost frame commits, and never for a
+// frame that rolled back).
 import { expect } from 'vitest';
 import { atomic, type Space, type Tuple } from '../../src/index.js';
 
