@@ -27,7 +27,31 @@ export function checkOptions(where: string, options: unknown, allowed: readonly 
       throw illegal(`${where}: unknown option '${key}' (expected one of: ${allowed.join(', ')})`);
     }
   }
-  return options as Record<string, unknown>;
+  // Each option is read once, here: what is checked is what is used (a getter or a Proxy may
+  // answer differently at each read), and a read that throws is an error with a code.
+  const snapshot: Record<string, unknown> = {};
+  for (const key of allowed) {
+    let value: unknown;
+    try {
+      value = (options as Record<string, unknown>)[key];
+    } catch (error) {
+      throw new CappedError(`${where}: option '${key}' cannot be read: ${textOf(error)}`, 'ER_ILLEGAL_PARAMS', { cause: error });
+    }
+    if (value !== undefined) snapshot[key] = value;
+  }
+  return snapshot;
+}
+
+/**
+ * A function's kind ('[object Function]', '[object AsyncFunction]', ...), or undefined when it
+ * cannot be told: a revoked Proxy, or one whose trap throws.
+ */
+export function functionKind(fn: unknown): string | undefined {
+  try {
+    return Object.prototype.toString.call(fn);
+  } catch {
+    return undefined;
+  }
 }
 
 export function checkName(where: string, name: unknown): string {
@@ -55,6 +79,9 @@ export function checkPositiveNumber(where: string, what: string, value: unknown,
 export function checkFunction<T>(where: string, what: string, value: unknown): T | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'function') throw illegal(`${where}: ${what} must be a function`);
+  if (functionKind(value) === undefined) {
+    throw illegal(`${where}: ${what} cannot be inspected (a revoked Proxy, or a Proxy whose trap throws)`);
+  }
   return value as T;
 }
 

@@ -18,7 +18,8 @@ function start<T extends unknown[]>(name: string, space: Space<T, any>, ...posit
 function start<T extends unknown[]>(name: string, space: Space<T, any>, ...rest: unknown[]): Task<T> {
   checkName('expirationd.start', name);
   const config = configure(space, optionsOf(rest));
-  tasks.get(name)?.kill();
+  // start() kills a running task of that name only once the new one can run (Task#begin): a
+  // start that fails leaves it alone.
   const task = new Task<T>(name, space, config);
   task.start();
   return task;

@@ -9,7 +9,7 @@
 import type { Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
 import { Space, type Index } from '../space/space.js';
-import { checkCount, checkFunction, checkOptions, checkPositiveNumber } from '../validate.js';
+import { checkCount, checkFunction, checkOptions, checkPositiveNumber, functionKind } from '../validate.js';
 import type { Task } from './task.js';
 
 /** Options of expirationd.start() over a Space<T>: the callbacks see T. */
@@ -73,6 +73,8 @@ export interface Config {
   keepAlive: boolean;
   isExpired: ((tuple: Tuple, now: number) => unknown) | undefined;
   onExpired: ((tuples: Tuple[]) => unknown) | undefined;
+  /** onExpired is an async function (at-least-once delivery from its first call). */
+  asyncOnExpired: boolean;
   processExpired: ((tuples: Tuple[], task: Task) => unknown) | undefined;
   pass: Partial<Record<PassCallback, (task: Task, error?: unknown) => unknown>>;
 }
@@ -98,6 +100,8 @@ export function configure(space: Space, raw: unknown): Config {
   if (!(space instanceof Space)) throw illegal('expirationd.start: space must be a Space');
   if (space.dropped) throw new CappedError(`expirationd.start: space '${space.name}' was dropped`, 'ER_SPACE_DROPPED');
   const o = checkOptions('expirationd.start', raw, OPTION_NAMES) as TaskOptions;
+  // A getter among the options may have dropped it.
+  if (space.dropped) throw new CappedError(`expirationd.start: space '${space.name}' was dropped`, 'ER_SPACE_DROPPED');
   if (space.indexes.length === 0) {
     throw new CappedError(`expirationd.start: space '${space.name}' has no primary index`, 'ER_NO_PRIMARY_INDEX');
   }
@@ -138,7 +142,7 @@ export function configure(space: Space, raw: unknown): Config {
     throw illegal('expirationd.start: processExpired and onExpired cannot be combined: processExpired replaces the ' +
       'delete that onExpired reports; do the work of onExpired inside processExpired');
   }
-  if (processExpired !== undefined && Object.prototype.toString.call(processExpired) === '[object AsyncFunction]') {
+  if (processExpired !== undefined && functionKind(processExpired) === '[object AsyncFunction]') {
     throw illegal('expirationd.start: processExpired must be synchronous: it runs inside the chunk\'s transaction, ' +
       'which cannot stay open across an await (for at-least-once work outside it, use an async onExpired)');
   }
@@ -162,6 +166,7 @@ export function configure(space: Space, raw: unknown): Config {
     keepAlive: o.keepAlive ?? false,
     isExpired,
     onExpired,
+    asyncOnExpired: onExpired !== undefined && functionKind(onExpired) === '[object AsyncFunction]',
     processExpired,
     pass,
   };

@@ -88,10 +88,6 @@ function strategyOf(config: Config): Strategy {
   return config.earlyBreak ? earlyBreak : fullScan;
 }
 
-function isAsyncFunction(fn: unknown): boolean {
-  return typeof fn === 'function' && Object.prototype.toString.call(fn) === '[object AsyncFunction]';
-}
-
 function formatKey(key: unknown): string {
   try {
     return JSON.stringify(key, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)) ?? String(key);
@@ -172,7 +168,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     this.#config = config;
     this.#strategy = strategyOf(config);
     this.#scheduler = new Scheduler(config.keepAlive);
-    this.#asyncDelivery = isAsyncFunction(config.onExpired);
+    this.#asyncDelivery = config.asyncOnExpired;
   }
 
   /** Seconds to wait after a chunk that did not end a pass. */
@@ -289,9 +285,11 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   /** Starts a killed (or new) task at the beginning of a pass (expirationd.start, restart, start). */
   #begin(): void {
     if (this.space.dropped) throw new CappedError(`space '${this.space.name}' was dropped`, 'ER_SPACE_DROPPED');
+    // What can fail comes first: a start that fails leaves the running task of the name alone.
+    const cursor = handleOf(this.space).cursor(this.#config.it.id, undefined, Iter.ALL, true);
     const other = tasks.get(this.name);
     if (other !== undefined && other !== this) other.kill();
-    this.#cursor = handleOf(this.space).cursor(this.#config.it.id, undefined, Iter.ALL, true);
+    this.#cursor = cursor;
     this.#state = 'running';
     this.#passStarted = false;
     this.#failures = 0;

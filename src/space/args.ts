@@ -47,17 +47,36 @@ export function checkKey(where: string, key: unknown): Key | undefined {
   throw new CappedError(`${where}: a key is a number, string, boolean or an array of them, got ${describe(key)}`, 'ER_KEY_TYPE');
 }
 
+/**
+ * The parts of an index definition, read once into fresh objects: what is checked is what is
+ * indexed and what index.parts reports (a getter, a Proxy or an Array subclass may answer
+ * differently at a second read, or map() to something else). A read that throws is
+ * ER_ILLEGAL_PARAMS.
+ */
 export function checkParts(where: string, parts: unknown): Part[] {
-  if (!isArray(parts) || parts.length === 0) throw illegal(`${where}: parts must be a non-empty array`);
-  return parts.map((p: unknown, i) => {
-    const [field, type] = isArray(p) ? p : p !== null && typeof p === 'object'
-      ? [(p as Part).field, (p as Part).type] : [undefined, undefined];
+  const read = <V>(what: string, get: () => V): V => {
+    try {
+      return get();
+    } catch (error) {
+      throw new CappedError(`${where}: ${what} cannot be read: ${textOf(error)}`, 'ER_ILLEGAL_PARAMS', { cause: error });
+    }
+  };
+  const length = isArray(parts) ? read('parts', () => parts.length) : 0;
+  if (length === 0) throw illegal(`${where}: parts must be a non-empty array`);
+  const out: Part[] = [];
+  for (let i = 0; i < length; i++) {
+    const [field, type] = read(`parts[${i}]`, (): [unknown, unknown] => {
+      const p: unknown = (parts as unknown[])[i];
+      if (isArray(p)) return [p[0], p[1]];
+      return p !== null && typeof p === 'object' ? [(p as Part).field, (p as Part).type] : [undefined, undefined];
+    });
     if (typeof field !== 'number' || !Number.isInteger(field) || field < 1 || field > 65535) {
       throw illegal(`${where}: parts[${i}].field must be a 1-based field number, got ${textOf(field)}`);
     }
     if (!FIELD_TYPES.includes(type as FieldType)) {
       throw illegal(`${where}: parts[${i}].type must be one of ${FIELD_TYPES.join(', ')}, got ${textOf(type)}`);
     }
-    return { field, type: type as FieldType };
-  });
+    out.push({ field, type: type as FieldType });
+  }
+  return out;
 }

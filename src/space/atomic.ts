@@ -19,6 +19,7 @@ import { types } from 'node:util';
 import type { NativeSpace } from '../native/loader.js';
 import { CappedError, illegal } from '../errors.js';
 import { ignoreRejection, isThenable } from '../thenable.js';
+import { functionKind } from '../validate.js';
 
 interface Member {
   readonly dropped: boolean;
@@ -105,15 +106,6 @@ export function openAtomic(): AtomicFrame {
 /** Functions whose body does not run, or not all of it, when they are called. */
 const DEFERRED_KINDS = new Set(['[object AsyncFunction]', '[object GeneratorFunction]', '[object AsyncGeneratorFunction]']);
 
-/** fn's tag ('[object AsyncFunction]'...); a Proxy whose trap throws reads as a plain function. */
-function kindOf(fn: unknown): string {
-  try {
-    return Object.prototype.toString.call(fn);
-  } catch {
-    return '[object Function]';
-  }
-}
-
 /**
  * Runs fn in one transaction over every space of this thread: if fn throws, every change it
  * made to any space is undone and the error is rethrown. fn must be synchronous (a returned
@@ -127,7 +119,7 @@ export function atomic<T>(fn: () => T): T {
 /** @internal atomic(), naming `where` in errors; `space` (with its handle) joins at once. */
 export function runAtomic<T>(fn: () => T, where: string, space?: Member, h?: NativeSpace): T {
   if (typeof fn !== 'function') throw illegal(`${where}: expects a function`);
-  const kind = kindOf(fn);
+  const kind = functionKind(fn) ?? '[object Function]';  // a Proxy whose trap throws: called as is
   if (DEFERRED_KINDS.has(kind)) {
     const what = kind.slice(8, -1).replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
     throw new CappedError(`${where}: fn must be synchronous (got ${what.startsWith('a') ? 'an' : 'a'} ${what}: ` +

@@ -60,7 +60,7 @@ const running = new WeakMap<Space, Promise<unknown>>();
  * added the index.
  */
 export function createIndexAsync(space: Space<any, any>, h: NativeSpace, name: string, options: IndexOptions,
-  add: (id: number, def: IndexDefinition) => Index): Promise<Index> {
+  add: (id: number, def: IndexDefinition) => Index, createNow: (def: IndexDefinition) => Index): Promise<Index> {
   let def: IndexDefinition;
   try {
     def = checkIndexDefinition('createIndexAsync', name, options);
@@ -74,7 +74,7 @@ export function createIndexAsync(space: Space<any, any>, h: NativeSpace, name: s
   }
   const before = running.get(space);
   const build = (before === undefined ? Promise.resolve() : before.then(() => undefined, () => undefined))
-    .then(() => run(space, h, name, options, def, add));
+    .then(() => run(space, h, name, def, add, createNow));
   const settled = build.then(() => undefined, () => undefined);
   running.set(space, settled);
   void settled.then(() => {
@@ -90,10 +90,11 @@ function droppedDuring(space: Space<any, any>, name: string): CappedError {
     'ER_SPACE_DROPPED');
 }
 
-async function run(space: Space<any, any>, h: NativeSpace, name: string, options: IndexOptions, def: IndexDefinition,
-  add: (id: number, def: IndexDefinition) => Index): Promise<Index> {
+/** The build; on an empty space, or for the primary, createNow(def): the definition checked, not the options read again. */
+async function run(space: Space<any, any>, h: NativeSpace, name: string, def: IndexDefinition,
+  add: (id: number, def: IndexDefinition) => Index, createNow: (def: IndexDefinition) => Index): Promise<Index> {
   if (space.dropped) throw new CappedError(`Space '${space.name}' was dropped`, 'ER_SPACE_DROPPED');
-  if (space.indexes.length === 0 || h.len() === 0) return space.createIndex(name, options);
+  if (space.indexes.length === 0 || h.len() === 0) return createNow(def);
   h.buildIndexBegin(name, def.type, def.unique, def.parts.map((p) => p.field - 1), def.parts.map((p) => p.type));
   for (;;) {
     await nextTurn();

@@ -18,7 +18,7 @@ import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 import { afterCommit, atomicActive, enlist, outermostFrame, runAtomic } from './atomic.js';
 import { checkCaps, EvictionReporter, nativeCaps, type CapOptions, type Caps, type OnFull } from './capped.js';
 import { checkTtl, setTtlClock, ttlClock, wallClockOf, type TtlDeclaration, type TtlOptions } from './ttl.js';
-import { createIndexAsync, type IndexDefinition } from './build.js';
+import { checkIndexDefinition, createIndexAsync, type IndexDefinition } from './build.js';
 
 export type { FieldValue, FullKey, IndexKey, KeyPrefix, PartSpec, PartValue, ReadKey } from './keys.js';
 export type { FieldType, IndexType, IteratorType, Part } from './args.js';
@@ -197,22 +197,19 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
    */
   createIndex<const Parts extends readonly PartSpec[], Type extends IndexType = 'TREE'>(name: string,
     options: IndexOptions<Parts, Type>): Index<T, IndexKey<T, Parts>, ReadKey<IndexKey<T, Parts>, Type>> {
-    checkName('createIndex', name);
-    const o = checkOptions('createIndex', options, ['type', 'unique', 'parts']);
-    if (options === undefined) throw illegal('createIndex: options with parts are required');
-    const type = (o.type ?? 'TREE') as IndexType;
-    if (type !== 'TREE' && type !== 'HASH') throw illegal(`createIndex: type must be 'TREE' or 'HASH', got ${textOf(o.type)}`);
-    if (o.unique !== undefined && typeof o.unique !== 'boolean') throw illegal('createIndex: unique must be a boolean');
-    const unique = (o.unique ?? true) as boolean;
-    const parts = checkParts('createIndex', o.parts);
-    if (/^\d+$/.test(name)) throw illegal(`createIndex: index name '${name}' must not be a number`);
+    return this.#createIndex(name, checkIndexDefinition('createIndex', name, options)) as Index<T, never>;
+  }
+
+  /** createIndex() of a checked definition (createIndexAsync's, on an empty space, too). */
+  #createIndex(name: string, def: IndexDefinition): Index<T> {
+    const { type, unique, parts } = def;
     // Not inside a frame (transaction() or atomic()) on a space that existed before it: a rollback
     // would not drop the index, so the frame would be half undone. A space created inside the
     // frame stays after a rollback anyway (empty), so it may get its indexes there. The addon
     // refuses it after the definition's own errors.
     const inFrame = atomicActive && this.#bornIn !== outermostFrame;
     const id = this.#h.createIndex(name, type, unique, parts.map((p) => p.field - 1), parts.map((p) => p.type), inFrame);
-    return this.#add(id, name, { type, unique, parts }) as Index<T, never>;
+    return this.#add(id, name, def);
   }
 
   /**
@@ -222,7 +219,8 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
    */
   createIndexAsync<const Parts extends readonly PartSpec[], Type extends IndexType = 'TREE'>(name: string,
     options: IndexOptions<Parts, Type>): Promise<Index<T, IndexKey<T, Parts>, ReadKey<IndexKey<T, Parts>, Type>>> {
-    return createIndexAsync(this, this.#h, name, options, (id, def) => this.#add(id, name, def)) as Promise<Index<T, never>>;
+    return createIndexAsync(this, this.#h, name, options, (id, def) => this.#add(id, name, def),
+      (def) => this.#createIndex(name, def)) as Promise<Index<T, never>>;
   }
 
   #add(id: number, name: string, def: IndexDefinition): Index<T> {
