@@ -9,9 +9,9 @@
 // pays one check of a private field.
 import { createSpaceHandle, type NativeSpace } from '../native/loader.js';
 import { decodeMany, decodeOne, pack, packKey, packOps, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
-import { CappedError, illegal, textOf } from '../errors.js';
+import { CappedError, illegal } from '../errors.js';
 import { checkCount, checkName, checkOptions, checkTuple, isArray } from '../validate.js';
-import { checkKey, checkParts, type IndexType, type IteratorType } from './args.js';
+import { checkKey, type IndexType, type IteratorType } from './args.js';
 import type { IndexKey, KeyPrefix, PartSpec, ReadKey } from './keys.js';
 import { Index, type SelectOptions } from './index.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
