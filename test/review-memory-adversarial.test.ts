@@ -289,13 +289,18 @@ describe.each(['TREE', 'HASH'] as const)('capped evicting space with a %s primar
       }));
   });
 
+  /** A capped space filled to its cap of 20 (its onEvict reports kept) and a plain space of 50. */
+  const fullAndPlain = (): { reports: Tuple[][]; s: Space; plain: Space } => {
+    const reports: Tuple[][] = [];
+    const s = evicting(pk, { maxTuples: 20 }, reports);
+    fill(20)(s);
+    return { reports, s, plain: populated(pk, 50) };
+  };
+
   it.each(['the evicting insert', 'the plain update'])('inside atomic(): %s failing for memory is undone alone, the frame commits the rest, onEvict hears only of committed evictions', (which) => {
     for (let n = 0; ; n++) {
       expect(n).toBeLessThan(2000);
-      const reports: Tuple[][] = [];
-      const s = evicting(pk, { maxTuples: 20 }, reports);
-      fill(20)(s);
-      const plain = populated(pk, 50);
+      const { reports, s, plain } = fullAndPlain();
       let failed = false;
       atomic(() => {
         s.insert([100, 'a', NOW + 1000, 'a']);  // evicts id 0
@@ -337,10 +342,7 @@ describe.each(['TREE', 'HASH'] as const)('capped evicting space with a %s primar
   it('inside atomic(): a rollback after a memory failure restores every space and reports nothing', () => {
     for (let n = 0; ; n++) {
       expect(n).toBeLessThan(2000);
-      const reports: Tuple[][] = [];
-      const s = evicting(pk, { maxTuples: 20 }, reports);
-      fill(20)(s);
-      const plain = populated(pk, 50);
+      const { reports, s, plain } = fullAndPlain();
       const before = [snapshot(s), snapshot(plain)];
       let fired = false;
       let thrown: unknown;
