@@ -829,7 +829,7 @@ describe('options, parts, tasks and errors', () => {
     expect(mine instanceof Deeper).toBe(false);
     expect(base instanceof Error).toBe(true);
     expect(new Error('x') instanceof CappedError).toBe(false);
-    expect(null instanceof CappedError).toBe(false);
+    expect((null as unknown as object) instanceof CappedError).toBe(false);
     expect((() => {}) instanceof CappedError).toBe(false);
     expect(mine.name === 'CappedError' || mine.name === 'MyError' || mine.name === 'Error').toBe(true);
     // errors the library throws are CappedErrors with their code
