@@ -1,12 +1,12 @@
 // createIndexAsync (issue 12): an index built over a non-empty space in slices between which the
 // event loop runs. The tests make slices small (64 tuples) so that writes interleave with many of
 // them. Randomized runs are seeded; reproduce one with BUILD_SEED=<seed>.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { CappedError, Space, type Tuple } from '../src/index.js';
 import { native } from '../src/native/loader.js';
 import { handleOf } from '../src/space/space.js';
-import { setBuildSlice } from '../src/space/build.js';
 import { mulberry32 } from '../bench/lib/random.js';
+import { useBuildSlice } from './support/builds.js';
 
 const SEED = Number(process.env.BUILD_SEED) || 20261123;
 const ALL = 2;
@@ -14,12 +14,8 @@ const ALL = 2;
 type Row = [number, number, string];
 type Def = { name: string; type: 'TREE' | 'HASH'; unique: boolean; parts: [number, 'unsigned' | 'string'][] };
 
-let sliceBefore: { tuples: number; ms: number };
-beforeEach(() => {
-  sliceBefore = setBuildSlice({ tuples: 64, ms: 50 });
-});
+useBuildSlice(64);
 afterEach(() => {
-  setBuildSlice(sliceBefore);
   native.testing.failAllocationAfter(-1);
 });
 

@@ -8,13 +8,14 @@
 // min, max, len, get). No bug was found, so there is no 'bugs' block: every test here asserts
 // documented behaviour that holds today.
 //   REVIEW_SEED=<n> npx vitest run test/review-fixes-adversarial.test.ts
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import { Space, atomic, expirationd, CappedError, type IteratorType, type Tuple } from '../src/index.js';
 import { setBuildSlice } from '../src/space/build.js';
 import { native } from '../src/native/loader.js';
 import { rng, cmpParts, type Rng, type Scalar } from './support/reference.js';
 import { codeOf } from './support/errors.js';
 import { handleOf } from '../src/space/space.js';
+import { errCode, settle, useBuildSlice } from './support/builds.js';
 
 const SEED = Number(process.env.REVIEW_SEED) || 7777;
 const ITERATORS: IteratorType[] = ['EQ', 'REQ', 'ALL', 'GE', 'GT', 'LE', 'LT'];
@@ -23,24 +24,12 @@ const turns = async (n: number): Promise<void> => {
   for (let i = 0; i < n; i++) await turn();
 };
 
-let sliceBefore: { tuples: number; ms: number };
-beforeEach(() => {
-  sliceBefore = setBuildSlice({ tuples: 64, ms: 50 });
-});
+useBuildSlice(64);
 afterEach(() => {
-  setBuildSlice(sliceBefore);
   native.testing.failAllocationAfter(-1);
   expirationd.killAll();
 });
 
-async function settle<T>(p: Promise<T>): Promise<{ value?: T; error?: unknown }> {
-  try {
-    return { value: await p };
-  } catch (error) {
-    return { error };
-  }
-}
-const errCode = (e: unknown): string | undefined => (e instanceof CappedError ? e.code : e === undefined ? undefined : String(e));
 
 class Boom extends Error {}
 /** Runs fn, expects Boom, swallows it. */

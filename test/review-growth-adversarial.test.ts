@@ -9,34 +9,22 @@
 // tuple without the indexed field) failed createIndexAsync, though it changed nothing (now the
 // build starts over; native/engine/index_build.h).
 //   REVIEW_SEED=<n> npx vitest run test/review-growth-adversarial.test.ts
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import { Space, atomic, expirationd, CappedError, type IteratorType, type Tuple } from '../src/index.js';
 import { setBuildSlice } from '../src/space/build.js';
 import { rng, cmpScalar, cmpParts, selectByIterator, type Rng, type Scalar } from './support/reference.js';
 import { codeOf } from './support/errors.js';
+import { errCode, settle, useBuildSlice } from './support/builds.js';
 
 const SEED = Number(process.env.REVIEW_SEED) || 4242;
 const ITERATORS: IteratorType[] = ['EQ', 'REQ', 'ALL', 'GE', 'GT', 'LE', 'LT'];
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-let sliceBefore: { tuples: number; ms: number };
-beforeEach(() => {
-  sliceBefore = setBuildSlice({ tuples: 256, ms: 50 });
-});
+useBuildSlice(256);
 afterEach(() => {
-  setBuildSlice(sliceBefore);
   expirationd.killAll();
 });
 
-/** Settles p; the error (or undefined) and the value. */
-async function settle<T>(p: Promise<T>): Promise<{ value?: T; error?: unknown }> {
-  try {
-    return { value: await p };
-  } catch (error) {
-    return { error };
-  }
-}
-const errCode = (e: unknown): string | undefined => (e instanceof CappedError ? e.code : e === undefined ? undefined : String(e));
 
 // ---------------------------------------------------------------------------------------------
 // The reference: a Map of stored tuples by primary key, and an index definition's order.
@@ -181,7 +169,6 @@ interface World {
   problems: string[];
 }
 
-const PK: RefIndex = { name: 'pk', fields: [1], unique: true, type: 'TREE' };
 const EXP: RefIndex = { name: 'exp', fields: [4], unique: false, type: 'TREE' };
 const GRPS = [-7, -1.5, 0, 1, 2, 2.5, 3, 1e6 + 0.25, 2 ** 41 + 2, 2 ** 53, 1e20];
 
