@@ -52,7 +52,9 @@
 // tuples a call left stored and expired are held too (one primary-key read each), so that each
 // is handed once a pass.
 import { isDeepStrictEqual } from 'node:util';
-import { decodeMany, decodeOne, pack, packKey, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import {
+  decodeEach, decodeFields, decodeMany, decodeOne, pack, packKey, resultBytes, scratchBuffer, type Decoded, type Key, type Tuple,
+} from '../native/codec.js';
 import { illegal } from '../errors.js';
 import type { ChunkContext, ChunkOutcome, Decide } from './strategies/strategy.js';
 import { ttlExpired } from './strategies/ttl.js';
@@ -114,18 +116,44 @@ export function expireNatively(ctx: ChunkContext, earlyBreak: boolean, decide: D
   const now = ctx.now();
   if (!ctx.alive()) return NOTHING();
   const bytes = h.expireChunk(cursor, fieldno, scanSize, now, earlyBreak, mode, ctx.out, scratchBuffer());
-  const [checked, expired, passEnd, , savepoint] = ctx.out;
-  const deleted = mode === 0 ? [] : decodeMany(bytes);
-  const outcome: ChunkOutcome = { checked, passEnd: passEnd === 1, failed: false };
-  if (mode !== 2 || deleted.length === 0) {
-    if (mode === 2) h.commit(savepoint);
+  const out = ctx.out;
+  const checked = out[0];
+  const expired = out[1];
+  const savepoint = out[4];
+  const outcome: ChunkOutcome = { checked, passEnd: out[2] === 1, failed: false };
+  if (mode === 0) {
+    ctx.expired(expired, []);
+    return outcome;
+  }
+  if (mode === 1) {
+    // Committed: a tuple that cannot be decoded (an extension's unpack threw) is gone as expired,
+    // and only the 'expired' event misses it; that is reported.
+    expiredCommitted(ctx, bytes);
+    return outcome;
+  }
+  // A view, taken before the decode: an extension's unpack that reads the space gets a fresh
+  // scratch Buffer, and these bytes stay as the chunk wrote them.
+  const raw = resultBytes(bytes);
+  let deleted: Tuple[];
+  try {
+    deleted = decodeMany(raw);
+  } catch (error) {
+    // Nothing may be deleted that onExpired is not handed: undo the chunk, then scan it, where
+    // a tuple that cannot be decoded is skipped and the others are delivered.
+    if (!space.dropped) h.rollbackChunk(cursor, savepoint);
+    ctx.fail(error);
+    if (!ctx.alive()) return NOTHING(0, true);
+    return expireByScan(ctx, decide, { now });  // no halving: the scan finds that tuple itself
+  }
+  if (deleted.length === 0) {
+    h.commit(savepoint);
     ctx.expired(expired, deleted);
     return outcome;
   }
   // The bytes handed, in a copy no user code sees (the scratch Buffer is reused by any read in
   // onExpired): should it return a promise, they say which tuples it was handed, whatever it did
   // to the arrays (a queue consumer empties them with splice).
-  const handedBytes = typeof bytes === 'number' ? Buffer.from(scratchBuffer().subarray(0, bytes)) : bytes;
+  const handedBytes = typeof bytes === 'number' ? Buffer.from(raw) : raw;
   let result: unknown;
   // What onExpired writes to any space commits or rolls back with the chunk (atomic.ts).
   const frame = openAtomic();
@@ -149,7 +177,18 @@ export function expireNatively(ctx: ChunkContext, earlyBreak: boolean, decide: D
       ignoreRejection(result);
       return NOTHING();
     }
-    return expireByScan(ctx, decide, { now, handed: { tuples: decodeMany(handedBytes), result } });
+    let handed: Tuple[];
+    try {
+      handed = decodeMany(handedBytes);
+    } catch (error) {
+      // Decoded once already: an extension's unpack that throws only sometimes. Whatever the
+      // call was handed comes again (at-least-once).
+      ignoreRejection(result);
+      ctx.fail(error);
+      if (!ctx.alive()) return NOTHING(0, true);
+      return expireByScan(ctx, decide, { now });
+    }
+    return expireByScan(ctx, decide, { now, handed: { tuples: handed, result } });
   }
   frame.commit();
   if (!space.dropped) h.commit(savepoint);
@@ -166,14 +205,24 @@ export function expireByScan(ctx: ChunkContext, decide: Decide, from?: ScanFrom)
     if (from?.handed) ignoreRejection(from.handed.result);
     return NOTHING();
   }
-  const bytes = h.scanChunk(cursor, ctx.config.scanSize, ctx.out, scratchBuffer());
-  const visited = decodeMany(bytes);
+  // A view, not the scratch offset: an extension's unpack that reads the space during the first
+  // decode gets a fresh scratch Buffer (codec.ts), so these bytes stay as scanned.
+  const bytes = resultBytes(h.scanChunk(cursor, ctx.config.scanSize, ctx.out, scratchBuffer()));
+  const scanEnded = ctx.out[2] === 1;
+  const first = decodeEach(bytes);
+  const visited = first.tuples;
   // With processExpired or onExpired: a second copy that no user code sees (isExpired,
   // processExpired and an asynchronous onExpired may edit the arrays they are handed), to compare
   // with what is stored and to take keys from.
   const userSees = ctx.config.processExpired !== undefined || ctx.config.onExpired !== undefined;
-  const pristine = userSees ? decodeMany(bytes) : visited;
-  const scanEnded = ctx.out[2] === 1;
+  const second = userSees ? decodeEach(bytes) : first;
+  const pristine = second.tuples;
+  if (first.failed.length > 0 || second.failed.length > 0) {
+    if (!undecodable(ctx, visited, pristine, [...first.failed, ...second.failed], now)) {
+      if (from?.handed) ignoreRejection(from.handed.result);
+      return NOTHING();
+    }
+  }
   let decision;
   try {
     decision = decide(visited, now, ctx);
@@ -195,13 +244,33 @@ export function expireByScan(ctx: ChunkContext, decide: Decide, from?: ScanFrom)
     return failed ? { ...outcome, failed } : outcome;
   }
   if (onExpired === undefined) {
-    const deleted = decodeMany(h.deleteVisited(cursor, Uint32Array.from(positions), false, ctx.out, scratchBuffer()));
-    ctx.expired(deleted.length, deleted);
+    expiredCommitted(ctx, h.deleteVisited(cursor, Uint32Array.from(positions), false, ctx.out, scratchBuffer()));
     return outcome;
   }
   const done = (failed: boolean): ChunkOutcome => ({ ...outcome, failed: outcome.failed || failed });
   const delivered = deliver(ctx, onExpired, pristine, positions, from);
   return delivered instanceof Promise ? delivered.then(done) : done(delivered);
+}
+
+// The scanned tuples that cannot be decoded (a user's msgpackr extension threw in its unpack)
+// become what of them decodes on its own: the primary key and the TTL field, scalars. By the TTL
+// rule, a live one stays in the walk (an early-break pass ends there); an expired one, or any one
+// that isExpired would have to judge, is skipped for the rest of the pass and reported, since no
+// callback can be handed it. Returns whether the task is still alive.
+function undecodable(ctx: ChunkContext, visited: Tuple[], pristine: Tuple[], failed: Decoded['failed'], now: number): boolean {
+  const { fieldno, isExpired } = ctx.config;
+  const fields = [...ctx.config.rm.space.indexes[0].parts.map((p) => p.field - 1), fieldno];
+  const seen = new Set<number>();
+  for (const { index, error, bytes } of failed) {
+    if (seen.has(index)) continue;
+    seen.add(index);
+    visited[index] = decodeFields(bytes, fields);
+    pristine[index] = decodeFields(bytes, fields);
+    if (isExpired === undefined && !ttlExpired(visited[index][fieldno], now)) continue;
+    ctx.skip(pristine[index], error, 'decoding');
+    if (!ctx.alive()) return false;
+  }
+  return true;
 }
 
 // Delivers the expired positions to onExpired and deletes them; returns whether anything failed.
@@ -227,8 +296,7 @@ function deliver(ctx: ChunkContext, onExpired: OnExpired, pristine: readonly Tup
   // Deletes, after a delivery resolved, those of the set still unchanged.
   const deleteAfter = (set: number[]): void => {
     if (set.length === 0 || !ctx.alive()) return;
-    const deleted = decodeMany(h.deleteVisited(cursor, Uint32Array.from(set), false, ctx.out, scratchBuffer()));
-    ctx.expired(deleted.length, deleted);
+    expiredCommitted(ctx, h.deleteVisited(cursor, Uint32Array.from(set), false, ctx.out, scratchBuffer()));
   };
   const afterSettle = (set: number[]) => (s: Settled): boolean | Promise<boolean> => {
     if (s.ok) deleteAfter(set);
@@ -264,8 +332,18 @@ function deliver(ctx: ChunkContext, onExpired: OnExpired, pristine: readonly Tup
         }
         return settle(result).then(afterSettle(set));
       }
-      const tuples = decodeMany(h.deleteVisited(cursor, Uint32Array.from(set), true, ctx.out, scratchBuffer()));
+      const bytes = h.deleteVisited(cursor, Uint32Array.from(set), true, ctx.out, scratchBuffer());
       const savepoint = ctx.out[4];
+      let tuples: Tuple[];
+      try {
+        tuples = decodeMany(bytes);
+      } catch (error) {
+        // Decoded at the scan, not now (an extension's unpack that throws only sometimes):
+        // nothing onExpired is not handed may be deleted.
+        if (!space.dropped) h.rollback(savepoint);
+        failure(set, error);
+        continue;
+      }
       if (tuples.length === 0) {
         h.commit(savepoint);
         continue;
@@ -315,10 +393,26 @@ function deliver(ctx: ChunkContext, onExpired: OnExpired, pristine: readonly Tup
   return run();
 }
 
-/** The stored tuple with this tuple's primary key (expired or not), or undefined. */
+/**
+ * The stored tuple with this tuple's primary key (expired or not), or undefined; also undefined
+ * when it cannot be decoded (an extension's unpack that throws only sometimes), so that it is not
+ * handed as unchanged.
+ */
 function storedVersion(ctx: ChunkContext, tuple: Tuple): Tuple | undefined {
   const primary = ctx.config.rm.space.indexes[0];
-  return decodeOne(ctx.handle.get(primary.id, packKey(keyOf(ctx, tuple).key as Key), scratchBuffer()));
+  const result = ctx.handle.get(primary.id, packKey(keyOf(ctx, tuple).key as Key), scratchBuffer());
+  try {
+    return decodeOne(result);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A committed delete's tuples to the 'expired' event; one that cannot be decoded is reported instead. */
+function expiredCommitted(ctx: ChunkContext, bytes: number | Buffer | undefined): void {
+  const { tuples, failed } = decodeEach(bytes);
+  if (failed.length > 0) ctx.fail(failed[0].error);
+  ctx.expired(tuples.length, failed.length > 0 ? tuples.filter((t) => t !== undefined) : tuples);
 }
 
 // Hands the expired positions to processExpired, in one atomic frame per call; returns whether

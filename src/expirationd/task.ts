@@ -32,7 +32,7 @@
 // schedules the next chunk of the same pass (on the next turn of the event loop), unless that
 // chunk is still running: then its end schedules the next one. A stopped task holds no timer.
 import { Iter, type NativeCursor } from '../native/loader.js';
-import { decodeOne, scratchBuffer, type Tuple } from '../native/codec.js';
+import { decodeFields, resultBytes, scratchBuffer, type Tuple } from '../native/codec.js';
 import { CappedError, illegal, textOf } from '../errors.js';
 import { handleOf, onDrop, onInsert, type Space } from '../space/space.js';
 import { keyOf } from './chunk.js';
@@ -512,9 +512,11 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
    */
   #minTtl(): number | undefined {
     const { it } = this.#config;
-    const first = decodeOne(handleOf(this.space).minmax(it.id, undefined, false, scratchBuffer(), NaN)) as Tuple | undefined;
-    if (first === undefined) return undefined;
-    const value = first[this.#config.fieldno];
+    const result = handleOf(this.space).minmax(it.id, undefined, false, scratchBuffer(), NaN);
+    if (result === null) return undefined;
+    // The TTL field alone: the rest of the tuple may hold a value that a user's msgpackr extension
+    // fails to unpack, and this runs from timers, where a throw would end the process.
+    const value = decodeFields(resultBytes(result), [this.#config.fieldno])[this.#config.fieldno];
     const ttl = typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : NaN;
     return Number.isNaN(ttl) ? undefined : ttl;
   }
@@ -630,7 +632,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       handled: (tuple: Tuple) => {
         this.#handledKeys.add(keyOf(ctx, tuple).id);
       },
-      skip: (tuple: Tuple, error: unknown, where: 'isExpired' | 'onExpired' | 'processExpired') => {
+      skip: (tuple: Tuple, error: unknown, where: 'isExpired' | 'onExpired' | 'processExpired' | 'decoding') => {
         fail(error);
         if (!this.#alive(epoch)) return;
         const { key, id } = keyOf(ctx, tuple);

@@ -15,8 +15,16 @@ const packr = new Packr({ useRecords: false, variableMapSize: true });
 const unpackr = new Unpackr({ useRecords: false, copyBuffers: true });
 
 let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+/** msgpackr decodes in progress (a user's msgpackr extension may read the space from its unpack). */
+let decoding = 0;
 
+/**
+ * The Buffer a read's result lands in. Asked for while a decode runs (an extension's unpack that
+ * reads the space), it is a fresh one: the decode in progress keeps reading the bytes it began
+ * with, which the nested read would otherwise overwrite.
+ */
 export function scratchBuffer(): Buffer {
+  if (decoding > 0) scratch = Buffer.allocUnsafeSlow(scratch.length);
   return scratch;
 }
 
@@ -219,18 +227,178 @@ function decodeFlat(b: Buffer, end: number): Tuple | undefined {
 export function decodeOne(result: NativeResult): Tuple | undefined {
   if (result === null) return undefined;
   if (typeof result === 'number') {  // a number is the end offset
-    return decodeFlat(scratch, result) ?? unpackr.unpack(scratch, result) as Tuple;
+    return decodeFlat(scratch, result) ?? unpack(scratch, result);
   }
   grow(result.length);
-  return unpackr.unpack(result) as Tuple;
+  return unpack(result, result.length);
 }
 
 export function decodeMany(result: number | Buffer | undefined): Tuple[] {
   if (result === undefined || result === 0) return [];
-  if (typeof result === 'number') return unpackr.unpackMultiple(scratch.subarray(0, result)) as Tuple[];
+  if (typeof result === 'number') return unpackMany(scratch.subarray(0, result));
   if (result.length === 0) return [];
   grow(result.length);
-  return unpackr.unpackMultiple(result) as Tuple[];
+  return unpackMany(result);
+}
+
+/**
+ * decodeOne for a write's result (delete, update, upsert): the write stands whatever the decode
+ * does, so a failure says so.
+ */
+export function decodeApplied(result: NativeResult, what: string): Tuple | undefined {
+  try {
+    return decodeOne(result);
+  } catch (error) {
+    throw applied(what, 'its tuple', error);
+  }
+}
+
+/** The error of a write that was applied but whose tuples cannot be decoded. */
+export function applied(what: string, whose: string, error: unknown): CappedError {
+  const cause = error instanceof CappedError && error.cause !== undefined ? error.cause : error;
+  return new CappedError(`the ${what} was applied, but ${whose} cannot be decoded: ${textOf(cause)}`, 'ER_TUPLE_FORMAT', { cause });
+}
+
+// msgpackr runs the unpack of any extension a user registered with its addExtension(): user code,
+// which may throw or read the space. Its error becomes ER_TUPLE_FORMAT, with it as the cause (a
+// CappedError from a nested call passes as it is).
+function undecodable(error: unknown): CappedError {
+  if (error instanceof CappedError) return error;
+  return new CappedError(`a stored tuple cannot be decoded: ${textOf(error)}`, 'ER_TUPLE_FORMAT', { cause: error });
+}
+
+function unpack(b: Buffer, end: number): Tuple {
+  decoding++;
+  try {
+    return unpackr.unpack(b, end) as Tuple;
+  } catch (error) {
+    throw undecodable(error);
+  } finally {
+    decoding--;
+  }
+}
+
+function unpackMany(b: Buffer): Tuple[] {
+  decoding++;
+  try {
+    return unpackr.unpackMultiple(b) as Tuple[];
+  } catch (error) {
+    throw undecodable(error);
+  } finally {
+    decoding--;
+  }
+}
+
+/** A read's result as bytes: a view of the scratch Buffer for an offset (valid until the next read). */
+export function resultBytes(result: number | Buffer | undefined): Buffer {
+  if (result === undefined) return scratch.subarray(0, 0);
+  return typeof result === 'number' ? scratch.subarray(0, result) : result;
+}
+
+/** Tuples that decode, and the failures of those that do not (their bytes). */
+export interface Decoded {
+  tuples: Tuple[];
+  /** Indexes into `tuples` (whose entries there are undefined), with each one's error and bytes. */
+  failed: { index: number; error: CappedError; bytes: Buffer }[];
+}
+
+/**
+ * decodeMany, tuple by tuple when one of them cannot be decoded (a user's msgpackr extension threw
+ * in its unpack): the daemon skips such a tuple instead of failing its whole chunk every pass.
+ */
+export function decodeEach(result: number | Buffer | undefined): Decoded {
+  if (result === undefined || result === 0) return { tuples: [], failed: [] };
+  const b = resultBytes(result);
+  if (typeof result !== 'number') grow(b.length);
+  try {
+    return { tuples: b.length === 0 ? [] : unpackMany(b), failed: [] };
+  } catch {
+    // One by one, over a copy: an unpack may read the space and so replace the scratch Buffer.
+  }
+  const bytes = Buffer.from(b);
+  const tuples: Tuple[] = [];
+  const failed: Decoded['failed'] = [];
+  for (let p = 0; p < bytes.length;) {
+    const end = skipValue(bytes, p);
+    const one = bytes.subarray(p, end);
+    try {
+      tuples.push(unpack(one, one.length));
+    } catch (error) {
+      failed.push({ index: tuples.length, error: undecodable(error), bytes: Buffer.from(one) });
+      tuples.push(undefined as unknown as Tuple);
+    }
+    p = end;
+  }
+  return { tuples, failed };
+}
+
+/**
+ * The fields of a tuple that cannot be decoded that decode on their own (its key parts, its TTL:
+ * scalars), at their positions; the others are left out (holes). Never throws.
+ */
+export function decodeFields(bytes: Buffer, fields: readonly number[]): Tuple {
+  const out: Tuple = [];
+  try {
+    const h = bytes[0];
+    let n: number;
+    let p: number;
+    if ((h & 0xf0) === 0x90) [n, p] = [h & 0x0f, 1];
+    else if (h === 0xdc) [n, p] = [bytes.readUInt16BE(1), 3];
+    else if (h === 0xdd) [n, p] = [bytes.readUInt32BE(1), 5];
+    else return out;
+    for (let i = 0; i < n && p < bytes.length; i++) {
+      const end = skipValue(bytes, p);
+      if (fields.includes(i)) {
+        try {
+          out[i] = unpack(bytes.subarray(p, end), end - p);
+        } catch {
+          // left out
+        }
+      }
+      p = end;
+    }
+  } catch {
+    // malformed: what was decoded so far
+  }
+  return out;
+}
+
+// The end of the MessagePack value at b[p] (the addon validated it).
+function skipValue(b: Buffer, p: number): number {
+  let pending = 1;
+  while (pending > 0) {
+    pending--;
+    const c = b[p++];
+    if (c <= 0x7f || c >= 0xe0 || c === 0xc0 || c === 0xc2 || c === 0xc3) continue;
+    if (c >= 0x80 && c <= 0x8f) { pending += 2 * (c & 0x0f); continue; }
+    if (c >= 0x90 && c <= 0x9f) { pending += c & 0x0f; continue; }
+    if (c >= 0xa0 && c <= 0xbf) { p += c & 0x1f; continue; }
+    switch (c) {
+      case 0xc4: case 0xd9: p += 1 + b[p]; break;
+      case 0xc5: case 0xda: p += 2 + b.readUInt16BE(p); break;
+      case 0xc6: case 0xdb: p += 4 + b.readUInt32BE(p); break;
+      case 0xc7: p += 2 + b[p]; break;
+      case 0xc8: p += 3 + b.readUInt16BE(p); break;
+      case 0xc9: p += 5 + b.readUInt32BE(p); break;
+      case 0xca: p += 4; break;
+      case 0xcb: p += 8; break;
+      case 0xcc: case 0xd0: p += 1; break;
+      case 0xcd: case 0xd1: p += 2; break;
+      case 0xce: case 0xd2: p += 4; break;
+      case 0xcf: case 0xd3: p += 8; break;
+      case 0xd4: p += 2; break;
+      case 0xd5: p += 3; break;
+      case 0xd6: p += 5; break;
+      case 0xd7: p += 9; break;
+      case 0xd8: p += 17; break;
+      case 0xdc: pending += b.readUInt16BE(p); p += 2; break;
+      case 0xdd: pending += b.readUInt32BE(p); p += 4; break;
+      case 0xde: pending += 2 * b.readUInt16BE(p); p += 2; break;
+      case 0xdf: pending += 2 * b.readUInt32BE(p); p += 4; break;
+      default: throw new CappedError(`a stored tuple has the byte 0x${c.toString(16)}, which is not MessagePack`, 'ER_INTERNAL');
+    }
+  }
+  return p;
 }
 
 /** Update operations on their way into the addon, which copies them: as packRange. */

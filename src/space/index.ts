@@ -1,7 +1,7 @@
 // Index: reads through one index of a space. The native handle it holds is the space's, passed
 // in by Space.createIndex and never exposed.
 import { Iter, type NativeResult, type NativeSpace } from '../native/loader.js';
-import { decodeMany, decodeOne, packKey, packOps, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import { decodeApplied, decodeMany, decodeOne, packKey, packOps, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { checkCount, checkOptions } from '../validate.js';
 import { checkKey, iteratorOf, type IndexType, type IteratorType, type Part } from './args.js';
 import { TupleIterator } from './iterator.js';
@@ -127,7 +127,7 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
   }
 
   #updated(result: NativeResult): T | undefined {
-    const tuple = decodeOne(result) as T | undefined;
+    const tuple = decodeApplied(result, 'update') as T | undefined;
     if (tuple !== undefined && this.#stored !== undefined) this.#stored(tuple);
     return tuple;
   }

@@ -8,7 +8,7 @@
 // brings its next wake-up forward for a tuple that expires sooner). With no watcher, an insert
 // pays one check of a private field.
 import { createSpaceHandle, type NativeSpace } from '../native/loader.js';
-import { decodeMany, decodeOne, pack, packKey, packOps, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import { applied, decodeApplied, decodeEach, pack, packKey, packOps, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
 import { checkCount, checkName, checkOptions, checkTuple, isArray } from '../validate.js';
 import { checkKey, type IndexType, type IteratorType } from './args.js';
@@ -177,9 +177,12 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   #reportEvicted(): void {
     const bytes = this.#h.takeEvicted(scratchBuffer());
     if (bytes === 0) return;
-    const tuples = decodeMany(bytes);
+    const { tuples, failed } = decodeEach(bytes);
     const reporter = this.#evictions as EvictionReporter;
-    afterCommit(() => reporter.deliver(tuples));
+    const decoded = failed.length > 0 ? tuples.filter((t) => t !== undefined) : tuples;
+    if (decoded.length > 0) afterCommit(() => reporter.deliver(decoded));
+    // A user's msgpackr extension failed in its unpack: onEvict cannot be handed those.
+    if (failed.length > 0) throw applied('write', `${failed.length} of the tuples it evicted`, failed[0].error);
   }
 
   get dropped(): boolean {
@@ -312,20 +315,20 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const want = this.#watch !== undefined;
     const result = this.#h.upsert(t, o, start, stop, want, scratchBuffer());
     if (this.#evictions !== undefined) {
-      const stored = want ? decodeOne(result ?? null) : undefined;  // before the scratch Buffer is reused
+      const stored = want ? decodeApplied(result ?? null, 'upsert') : undefined;  // before the scratch Buffer is reused
       this.#reportEvicted();
       if (stored !== undefined) this.#watch?.(stored);
       return;
     }
     if (!want) return;
-    const stored = decodeOne(result ?? null);
+    const stored = decodeApplied(result ?? null, 'upsert');
     if (stored !== undefined) this.#watch?.(stored);
   }
 
   /** Deletes by primary key; returns the deleted tuple, or undefined. */
   delete(key: K): T | undefined {  // a TTL space's expired tuple too: delete sees what is stored
     if (atomicActive) enlist(this, this.#h);
-    return decodeOne(this.#h.delete(packKey(checkKey('delete', key)), scratchBuffer())) as T | undefined;
+    return decodeApplied(this.#h.delete(packKey(checkKey('delete', key)), scratchBuffer()), 'delete') as T | undefined;
   }
 
   select(key?: KeyPrefix<K>, options?: SelectOptions): T[] {

@@ -30,7 +30,7 @@ export interface ChunkContext {
   /** Whether any tuple was skipped in this pass. */
   hasSkipped(): boolean;
   /** Skips a poison tuple for the rest of the pass: reported with its key and counted. */
-  skip(tuple: Tuple, error: unknown, where: 'isExpired' | 'onExpired' | 'processExpired'): void;
+  skip(tuple: Tuple, error: unknown, where: 'isExpired' | 'onExpired' | 'processExpired' | 'decoding'): void;
   /** processExpired handed this tuple and left it expired further on in itIndex: not again in this pass. */
   handled(tuple: Tuple): void;
   /** Reports an error of this chunk (the first one, through 'error'); the chunk and its pass fail. */
