@@ -2,7 +2,7 @@
 // promise settles; the tuples it was handed are deleted only after it resolves, and only those
 // still unchanged; a rejection keeps them, is reported through 'error', and they are offered
 // again later. Nothing rejects unhandled.
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { useTaskTimers } from './support/task-timers.js';
 import { watchUnhandledRejections } from './support/rejections.js';

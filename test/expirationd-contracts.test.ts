@@ -2,7 +2,7 @@
 // boolean. isExpired and now() must be synchronous: a promise (or any thenable) from either rolls
 // the chunk back, is reported as ER_ILLEGAL_PARAMS through 'error' and onFullScanError, and its
 // rejection is handled. Any other non-boolean verdict makes that tuple a skipped poison tuple.
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { useTaskTimers } from './support/task-timers.js';
 import { watchUnhandledRejections } from './support/rejections.js';

@@ -7,7 +7,7 @@
 //   in the past (a skipped poison tuple), it gets the formula's wait.
 // - A successful chunk resets the failure count: the wait after it is the formula's, not a backoff.
 import { describe, expect, test, vi } from 'vitest';
-import { Space, expirationd, type Task, type TaskOptions } from '../src/index.js';
+import { Space, expirationd, type TaskOptions } from '../src/index.js';
 import { BURST_MS, CPU_WINDOW_MS, CpuWindow } from '../src/expirationd/scheduler.js';
 import { BASE, fakeCpu, runNow, useKeepupTimers } from './support/keepup.js';
 import { expectNextChunkAfter } from './support/task-timers.js';

@@ -3,7 +3,7 @@
 // the chunk's transaction, which spans every space: what it writes commits or rolls back with the
 // chunk. A throw rolls it back and the chunk isolates the poison tuple as for onExpired. It must be
 // synchronous. Whatever it does to the tuples, every pass ends.
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { beforeEach, describe, expect, test, vi } from 'vitest';
 import { CappedError, Space, atomic, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { useTaskTimers } from './support/task-timers.js';
 import { watchUnhandledRejections } from './support/rejections.js';

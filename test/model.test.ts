@@ -7,7 +7,7 @@
 //   MODEL_SEED=<seed> MODEL_OPS=<n> npx vitest run test/model.test.ts
 import { describe, expect, it } from 'vitest';
 import { CappedError, Space, type FieldType, type IteratorType, type Key, type Tuple } from '../src/index.js';
-import { cmpParts, cmpScalar, rng, selectByIterator, type Rng, type Scalar } from './support/reference.js';
+import { cmpParts, rng, selectByIterator, type Rng, type Scalar } from './support/reference.js';
 
 type PartDef = [number, FieldType];
 

@@ -4,7 +4,7 @@
 // of the same name). Whatever happens: no crash, no unhandled rejection, nothing live deleted,
 // nothing deleted twice; a killed task holds no timer, a stopped one holds none either and finishes
 // the job after start(), a running one finishes it.
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, atomic, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { useTaskTimers } from './support/task-timers.js';
 import { watchUnhandledRejections } from './support/rejections.js';

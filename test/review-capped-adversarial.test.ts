@@ -8,7 +8,7 @@
 // space's own expirationd task; createIndexAsync during evictions).
 //   REVIEW_SEED=<n> REVIEW_STEPS=<n> npx vitest run test/review-capped-adversarial.test.ts
 import { describe, expect, test, vi } from 'vitest';
-import { Space, atomic, expirationd, CappedError, type SpaceOptions, type Tuple } from '../src/index.js';
+import { Space, expirationd, CappedError, type SpaceOptions, type Tuple } from '../src/index.js';
 import { pack } from '../src/native/codec.js';
 import { mulberry32 } from '../bench/lib/random.js';
 import { codeOf } from './support/errors.js';

@@ -37,7 +37,7 @@
 // how many episodes the default test runs, from seed REVIEW_FROM (step 7). REVIEW_VERBOSE=1 prints
 // a tally of what ran; REVIEW_DEBUG=1 traces one seed; REVIEW_GO_ON=1 keeps going after a problem.
 // No bug was found (see the report); the 'bugs' block is therefore absent.
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { cpuClock } from '../src/expirationd/scheduler.js';
 import { useKeepupTimers } from './support/keepup.js';

@@ -6,7 +6,7 @@
 // one or several tasks per space, scanSize 1 to 100, checked against a plain model; truncate()
 // inside an onExpired that then throws; a thenable whose `then` getter throws; an index built
 // asynchronously while chunks roll back.
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { useTaskTimers } from './support/task-timers.js';
 import { mulberry32 } from '../bench/lib/random.js';

@@ -4,7 +4,7 @@
 // - nothing is deleted twice, nothing live is deleted, and the space matches the model;
 // - nothing is skipped: every tuple stored and expired when a pass started is gone when it ends.
 // The seed is REVIEW_SEED (default 2, which also catches a second chunk started beside a pending one); it is printed on failure.
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { mulberry32 } from '../bench/lib/random.js';
 import { useTaskTimers } from './support/task-timers.js';

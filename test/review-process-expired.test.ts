@@ -1,5 +1,5 @@
 // Review (adversarial): processExpired as a careless user and an attacker would write it.
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { Space, atomic, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
 import { mulberry32 } from '../bench/lib/random.js';
 import { useTaskTimers } from './support/task-timers.js';

@@ -1,7 +1,7 @@
 // Review (adversarial): stop()/start() against async onExpired, re-entrance from the pass
 // callbacks, and kills and restarts while an old chunk still settles.
 import { describe, expect, test, vi } from 'vitest';
-import { Space, expirationd, type Task, type TaskOptions, type Tuple } from '../src/index.js';
+import { Space, expirationd, type Task, type TaskOptions } from '../src/index.js';
 import { useTaskTimers } from './support/task-timers.js';
 
 useTaskTimers();
