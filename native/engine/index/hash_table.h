@@ -370,6 +370,14 @@ class HashTable {
       const size_t bytes = new_cap * sizeof(uint64_t);
       if (g_hash_alloc_hook) g_hash_alloc_hook(bytes);
       slots = static_cast<uint64_t*>(big_calloc(bytes));
+      // A spare too small for this growth (a rollback's room grew since) would only wait for a
+      // later one: the next is allocated ahead again, at 72% of the new table.
+      if (spare_ != nullptr) {
+        big_free(spare_, spare_cap_ * sizeof(uint64_t));
+        spare_ = nullptr;
+        spare_cap_ = 0;
+        spare_bytes_ = spare_populated_ = 0;
+      }
     }
     old_ = cur_;
     old_discarded_ = 0;
@@ -385,10 +393,13 @@ class HashTable {
     if (at_once) while (migrating()) migrate_step();  // a small table: one bounded rehash
   }
 
-  // The table grow() will want at 80% load, allocated now. Throws std::bad_alloc with nothing
-  // changed.
+  // The table grow() will want at 80% load, allocated now: sized for the live tuples there would
+  // be if every slot still free below 80% went to an insert. (Sized for a full 80% of live tuples,
+  // a table whose load is mostly tombstones, a sliding window of keys at a constant count, grew
+  // by 1.5x at every growth, without bound.) Throws std::bad_alloc with nothing changed.
   void allocate_spare() {
-    const size_t live = cur_.cap * 4 / 5 + 1;
+    const size_t used = cur_.live + cur_.tombstones + undo_room_;
+    const size_t live = cur_.live + undo_room_ + (cur_.cap * 4 / 5 > used ? cur_.cap * 4 / 5 - used : 0) + 1;
     const size_t cap = std::max((live + 1) * 15 / 8 + 16, (live + cur_.cap / kMigrateStep + 2) * 5 / 4 + 16);
     const size_t bytes = cap * sizeof(uint64_t);
     if (g_hash_alloc_hook) g_hash_alloc_hook(bytes);
