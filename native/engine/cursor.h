@@ -59,6 +59,8 @@ class Cursor {
   // Remembers the position; restore() goes back to the last one saved (to the start if none).
   virtual void save() = 0;
   virtual void restore() = 0;
+  // Bytes held beyond the cursor object itself (the copies of the last tuple).
+  virtual size_t retained_bytes() const = 0;
 
  protected:
   // `key` is a checked MessagePack array with `key_parts` parts (0 for none).
@@ -150,6 +152,9 @@ class CursorImpl : public Cursor {
   }
   void save() final { saved_ = s_; }
   void restore() final { s_ = saved_; }
+  size_t retained_bytes() const final {
+    return (s_.last_copy.capacity() + saved_.last_copy.capacity()) * sizeof(uint64_t);
+  }
 
  protected:
   using Cursor::Cursor;

@@ -62,8 +62,17 @@ void CursorObject::finalize(napi_env env, void* ptr, void* hint) {
   AddonData* data = static_cast<AddonData*>(hint);
   data->cursors.erase(self);
   if (self->owner_ref_ != nullptr) napi_delete_reference(env, self->owner_ref_);
+  self->scan_.reset();
+  self->report_memory(env);
   delete self;
   release(data);
+}
+
+void CursorObject::report_memory(napi_env env) {
+  const int64_t now = scan_ ? int64_t(scan_->retained_bytes()) : 0;
+  if (now == reported_) return;
+  int64_t total = 0;
+  if (napi_adjust_external_memory(env, now - reported_, &total) == napi_ok) reported_ = now;
 }
 
 CursorObject* CursorObject::from_arg(const Args& args, size_t i, const SpaceObject* owner) {
@@ -93,6 +102,7 @@ napi_value CursorObject::next(napi_env env, napi_callback_info info) {
     Cursor& c = self->scan().cursor();
     Tuple* t = self->owner_->space().next_visible(c, now);
     c.detach();  // before anything can fail: t stays readable until control returns to JavaScript
+    self->report_memory(env);
     return emit_tuple(args, 0, t);
   });
 }

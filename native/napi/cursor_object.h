@@ -43,6 +43,8 @@ class CursorObject {
 
   // REQUIRES: inside a call that holds this handle (so the owner is alive).
   Scan& scan();  // throws ER_SPACE_DROPPED
+  // Tells V8 of a change in what the scan holds (napi_adjust_external_memory), if any.
+  void report_memory(napi_env env);
 
  private:
   CursorObject(SpaceObject* owner, std::unique_ptr<Scan> scan) : owner_(owner), scan_(std::move(scan)) {}
@@ -58,6 +60,10 @@ class CursorObject {
   SpaceObject* owner_;
   napi_ref owner_ref_ = nullptr;  // strong: keeps the owner's External alive
   std::unique_ptr<Scan> scan_;
+  // What the scan holds (Scan::retained_bytes()) as last told to V8: an iterator dropped
+  // unfinished keeps a copy of its last tuple until collected, and V8 collects it sooner when it
+  // knows (100k parked pairs() over 20 KB tuples held 650-820 MB of RSS for 20 MB live).
+  int64_t reported_ = 0;
 };
 
 }  // namespace ce

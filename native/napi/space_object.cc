@@ -486,6 +486,7 @@ napi_value SpaceObject::expire_chunk(const Args& args) {
   const ChunkResult r = co->scan().expire(s, p, mode > 0 ? &deleted : nullptr);
   out.write({double(r.checked), double(r.expired), r.pass_end ? 1.0 : 0.0, r.early_break ? 1.0 : 0.0,
              double(r.savepoint)});
+  co->report_memory(args.env());
   if (mode == 0) return nullptr;
   return emit(args, 7, deleted);
 }
@@ -517,6 +518,7 @@ napi_value SpaceObject::scan_chunk(const Args& args) {
   bool pass_end = false;
   const uint32_t n = scan.scan(scan_size, &pass_end);
   out.write({double(n), 0, pass_end ? 1.0 : 0.0, 0, 0});
+  co->report_memory(args.env());
   return emit(args, 3, scan.visited());
 }
 

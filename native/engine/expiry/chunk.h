@@ -88,6 +88,10 @@ class Scan {
   explicit Scan(std::unique_ptr<Cursor> cursor) : cursor_(std::move(cursor)) {}
 
   Cursor& cursor() { return *cursor_; }
+  // Bytes held beyond the objects themselves: the cursor's copies and the visited tuples.
+  size_t retained_bytes() const {
+    return cursor_->retained_bytes() + visited_.bytes.capacity() + visited_.offsets.capacity() * sizeof(size_t);
+  }
 
   // expireChunk: one chunk of the early-break or full-scan strategy, in its own transaction.
   // Throws ER_ILLEGAL_PARAMS when early break is asked of an index that is not ordered with the
