@@ -466,8 +466,14 @@ void Space::commit(size_t savepoint) {
   check_savepoint(savepoint, "commit()");
   open_.pop_back();
   if (--depth_ > 0) return;
-  for (const UndoEntry& e : undo_)
-    if (e.old != nullptr) free_tuple(e.old);
+  constexpr size_t kBatch = 16;  // TupleArena::touch_slab
+  for (size_t i = 0; i < undo_.size(); i += kBatch) {
+    const size_t end = std::min(undo_.size(), i + kBatch);
+    for (size_t j = i; j < end; j++)
+      if (undo_[j].old != nullptr) TupleArena::touch_slab(undo_[j].old);
+    for (size_t j = i; j < end; j++)
+      if (undo_[j].old != nullptr) free_tuple(undo_[j].old);
+  }
   end_transaction();
 }
 
