@@ -37,6 +37,7 @@ if [ "$quick" = 1 ]; then
   flags=(-std=c++17 -O1 -Wall -Wextra -Werror -I "$engine")
   modes=(pool)
 fi
+export CAPPED_EXPIRATIOND_HASH_SEED="${CAPPED_EXPIRATIOND_HASH_SEED:-0}"  # the HASH orders of every run alike (key_def.cc)
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
