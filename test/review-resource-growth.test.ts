@@ -31,6 +31,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, test } from 'vitest';
 import { Space, expirationd } from '../src/index.js';
+import { mulberry32 } from '../bench/lib/random.js';
 
 const ROOT = path.join(__dirname, '..');
 const SRC = path.join(ROOT, 'src', 'index.ts');
@@ -48,16 +49,7 @@ function child<T>(...args: string[]): T {
 const MB = (n: number): string => `${(n / 1048576).toFixed(1)} MB`;
 
 // A PRNG whose sequence does not collapse (mulberry32).
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = mulberry32;
 
 function hashSpace(name: string, opts?: ConstructorParameters<typeof Space>[1]): Space {
   const s = new Space(name, opts);

@@ -1,5 +1,6 @@
 #include "key_def.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -340,7 +341,14 @@ void KeyDef::hint_range(const uint8_t* key, uint32_t n, uint64_t* lo, uint64_t* 
 // on every run.
 static uint64_t hash_seed() {
   static const uint64_t seed = [] {
-    if (const char* fixed = std::getenv("CAPPED_EXPIRATIOND_HASH_SEED")) return uint64_t(std::strtoull(fixed, nullptr, 0));
+    // Only a whole number fixes it: an empty or mistyped value (a blank line in a .env file)
+    // must not silently turn the protection off.
+    if (const char* fixed = std::getenv("CAPPED_EXPIRATIOND_HASH_SEED")) {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long n = std::strtoull(fixed, &end, 0);
+      if (end != fixed && *end == '\0' && errno == 0) return uint64_t(n);
+    }
     uint64_t s = 0;
     try {
       std::random_device device;

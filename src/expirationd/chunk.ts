@@ -51,9 +51,9 @@
 // after the table was resized (the cursor resumes at the start of a probe cluster): there, the
 // tuples a call left stored and expired are held too (one primary-key read each), so that each
 // is handed once a pass.
-import { isDeepStrictEqual } from 'node:util';
 import {
-  decodeEach, decodeFields, decodeMany, decodeOne, pack, packKey, resultBytes, scratchBuffer, type Decoded, type Key, type Tuple,
+  decodeEach, decodeFields, decodeMany, decodeOne, pack, packKey, resultBytes, scratchBuffer, splitTuples, type Decoded, type Key,
+  type Tuple,
 } from '../native/codec.js';
 import { illegal } from '../errors.js';
 import type { ChunkContext, ChunkOutcome, Decide } from './strategies/strategy.js';
@@ -145,6 +145,11 @@ export function expireNatively(ctx: ChunkContext, earlyBreak: boolean, decide: D
     if (!ctx.alive()) return NOTHING(0, true);
     return expireByScan(ctx, decide, { now });  // no halving: the scan finds that tuple itself
   }
+  if (!ctx.alive()) {
+    // Killed, or its space dropped, by an extension's unpack: nothing more is deleted.
+    if (!space.dropped) h.rollbackChunk(cursor, savepoint);
+    return NOTHING();
+  }
   if (deleted.length === 0) {
     h.commit(savepoint);
     ctx.expired(expired, deleted);
@@ -217,6 +222,9 @@ export function expireByScan(ctx: ChunkContext, decide: Decide, from?: ScanFrom)
   const userSees = ctx.config.processExpired !== undefined || ctx.config.onExpired !== undefined;
   const second = userSees ? decodeEach(bytes) : first;
   const pristine = second.tuples;
+  // Each tuple's bytes as scanned (copied: user code reads before they are compared), against
+  // which a hand-off after user code ran compares what is stored.
+  const scanned = userSees ? splitTuples(Buffer.from(bytes)) : [];
   if (first.failed.length > 0 || second.failed.length > 0) {
     if (!undecodable(ctx, visited, pristine, [...first.failed, ...second.failed], now)) {
       if (from?.handed) ignoreRejection(from.handed.result);
@@ -240,7 +248,7 @@ export function expireByScan(ctx: ChunkContext, decide: Decide, from?: ScanFrom)
   const onExpired = ctx.config.onExpired as OnExpired | undefined;
   if (positions.length === 0 && from?.handed === undefined) return outcome;
   if (ctx.config.processExpired !== undefined) {
-    const failed = processVisited(ctx, visited, pristine, positions, now);
+    const failed = processVisited(ctx, visited, pristine, scanned, positions, now);
     return failed ? { ...outcome, failed } : outcome;
   }
   if (onExpired === undefined) {
@@ -248,7 +256,7 @@ export function expireByScan(ctx: ChunkContext, decide: Decide, from?: ScanFrom)
     return outcome;
   }
   const done = (failed: boolean): ChunkOutcome => ({ ...outcome, failed: outcome.failed || failed });
-  const delivered = deliver(ctx, onExpired, pristine, positions, from);
+  const delivered = deliver(ctx, onExpired, pristine, scanned, positions, from);
   return delivered instanceof Promise ? delivered.then(done) : done(delivered);
 }
 
@@ -275,7 +283,7 @@ function undecodable(ctx: ChunkContext, visited: Tuple[], pristine: Tuple[], fai
 
 // Delivers the expired positions to onExpired and deletes them; returns whether anything failed.
 // `pristine`: the scan's tuples as no user code has seen them (keys and comparisons come from it).
-function deliver(ctx: ChunkContext, onExpired: OnExpired, pristine: readonly Tuple[], positions: number[],
+function deliver(ctx: ChunkContext, onExpired: OnExpired, pristine: readonly Tuple[], scanned: readonly Buffer[], positions: number[],
   from: ScanFrom | undefined): boolean | Promise<boolean> {
   const { handle: h, cursor } = ctx;
   const space = ctx.config.rm.space;
@@ -313,8 +321,8 @@ function deliver(ctx: ChunkContext, onExpired: OnExpired, pristine: readonly Tup
         // (fresh arrays, whatever was done to the ones handed before). One primary-key read each.
         const tuples: Tuple[] = [];
         set = set.filter((p) => {
-          const stored = storedVersion(ctx, pristine[p]);
-          if (!isDeepStrictEqual(stored, pristine[p])) return false;
+          const stored = storedUnchanged(ctx, pristine[p], scanned[p]);
+          if (stored === undefined) return false;
           tuples.push(stored as Tuple);
           return true;
         });
@@ -343,6 +351,10 @@ function deliver(ctx: ChunkContext, onExpired: OnExpired, pristine: readonly Tup
         if (!space.dropped) h.rollback(savepoint);
         failure(set, error);
         continue;
+      }
+      if (!ctx.alive()) {  // killed, or its space dropped, by an extension's unpack
+        if (!space.dropped) h.rollback(savepoint);
+        break;
       }
       if (tuples.length === 0) {
         h.commit(savepoint);
@@ -408,6 +420,23 @@ function storedVersion(ctx: ChunkContext, tuple: Tuple): Tuple | undefined {
   }
 }
 
+/**
+ * The stored tuple with this tuple's primary key, read back, when its bytes are still those
+ * scanned; else undefined. (Bytes, not decoded values: a user's msgpackr extension may unpack to
+ * values that are never deep-equal, such as functions, and such a tuple was then never handed.
+ * The delete that follows a hand-off compares bytes too.)
+ */
+function storedUnchanged(ctx: ChunkContext, tuple: Tuple, scannedBytes: Buffer): Tuple | undefined {
+  const primary = ctx.config.rm.space.indexes[0];
+  const result = ctx.handle.get(primary.id, packKey(keyOf(ctx, tuple).key as Key), scratchBuffer());
+  if (result === null || !resultBytes(result).equals(scannedBytes)) return undefined;
+  try {
+    return decodeOne(result);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A committed delete's tuples to the 'expired' event; one that cannot be decoded is reported instead. */
 function expiredCommitted(ctx: ChunkContext, bytes: number | Buffer | undefined): void {
   const { tuples, failed } = decodeEach(bytes);
@@ -417,7 +446,7 @@ function expiredCommitted(ctx: ChunkContext, bytes: number | Buffer | undefined)
 
 // Hands the expired positions to processExpired, in one atomic frame per call; returns whether
 // any call failed. See the file comment.
-function processVisited(ctx: ChunkContext, visited: readonly Tuple[], pristine: readonly Tuple[], positions: number[],
+function processVisited(ctx: ChunkContext, visited: readonly Tuple[], pristine: readonly Tuple[], scanned: readonly Buffer[], positions: number[],
   now: number): boolean {
   const { isExpired, fieldno } = ctx.config;
   let written: Tuple[] = [];
@@ -439,8 +468,8 @@ function processVisited(ctx: ChunkContext, visited: readonly Tuple[], pristine: 
         const kept: number[] = [];
         tuples = [];
         for (const p of set) {
-          const stored = storedVersion(ctx, pristine[p]);
-          if (!isDeepStrictEqual(stored, pristine[p])) continue;
+          const stored = storedUnchanged(ctx, pristine[p], scanned[p]);
+          if (stored === undefined) continue;
           kept.push(p);
           tuples.push(stored as Tuple);
         }

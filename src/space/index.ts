@@ -30,13 +30,16 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
   readonly parts: readonly Part[];
   readonly space: Space<T, any>;
   readonly #h: NativeSpace;
-  readonly #stored: ((tuple: Tuple) => void) | undefined;
+  readonly #stored: ((tuple: Tuple | undefined) => void) | undefined;
   /** A TTL space's clock: every read passes its now and the addon hides expired tuples. */
   readonly #clock: TtlClock | undefined;
 
-  /** @internal `stored`: called with the new tuple after an update (the space's insert watchers). */
+  /**
+   * @internal `stored`: called after an update with the new tuple (the space's insert watchers,
+   * its evictions), or with undefined when the update was applied but its tuple cannot be decoded.
+   */
   constructor(space: Space<T, any>, handle: NativeSpace, id: number, name: string, type: IndexType, unique: boolean, parts: Part[],
-    stored?: (tuple: Tuple) => void) {
+    stored?: (tuple: Tuple | undefined) => void) {
     this.space = space;
     this.#h = handle;
     this.#stored = stored;
@@ -127,7 +130,18 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
   }
 
   #updated(result: NativeResult): T | undefined {
-    const tuple = decodeApplied(result, 'update') as T | undefined;
+    let tuple: T | undefined;
+    try {
+      tuple = decodeApplied(result, 'update') as T | undefined;
+    } catch (error) {
+      // Applied: what it evicted still goes to onEvict (the update's own error is the one told).
+      try {
+        this.#stored?.(undefined);
+      } catch {
+        // reported through the update's error
+      }
+      throw error;
+    }
     if (tuple !== undefined && this.#stored !== undefined) this.#stored(tuple);
     return tuple;
   }

@@ -228,7 +228,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
 
   #add(id: number, name: string, def: IndexDefinition): Index<T> {
     const index = new Index<T>(this, this.#h, id, name, def.type, def.unique, def.parts, (t) => {
-      this.#watch?.(t);
+      if (t !== undefined) this.#watch?.(t);
       if (this.#evictions !== undefined) this.#reportEvicted();
     });
     this.list.push(index);
@@ -315,7 +315,18 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const want = this.#watch !== undefined;
     const result = this.#h.upsert(t, o, start, stop, want, scratchBuffer());
     if (this.#evictions !== undefined) {
-      const stored = want ? decodeApplied(result ?? null, 'upsert') : undefined;  // before the scratch Buffer is reused
+      let stored: Tuple | undefined;
+      try {
+        stored = want ? decodeApplied(result ?? null, 'upsert') : undefined;  // before the scratch Buffer is reused
+      } catch (error) {
+        // Applied: what it evicted still goes to onEvict (the upsert's own error is the one told).
+        try {
+          this.#reportEvicted();
+        } catch {
+          // reported through the upsert's error
+        }
+        throw error;
+      }
       this.#reportEvicted();
       if (stored !== undefined) this.#watch?.(stored);
       return;
