@@ -12,7 +12,7 @@ export function isArray(value: unknown): value is unknown[] {
 }
 
 export function checkOptions(where: string, options: unknown, allowed: readonly string[]): Record<string, unknown> {
-  if (options === undefined) return {};
+  if (options === undefined) return Object.create(null) as Record<string, unknown>;
   if (options === null || typeof options !== 'object' || isArray(options)) {
     throw illegal(`${where}: options must be an object`);
   }
@@ -29,17 +29,41 @@ export function checkOptions(where: string, options: unknown, allowed: readonly 
   }
   // Each option is read once, here: what is checked is what is used (a getter or a Proxy may
   // answer differently at each read), and a read that throws is an error with a code.
-  const snapshot: Record<string, unknown> = {};
+  // No prototype: a missing option must read as undefined, not as Object.prototype's.
+  const snapshot: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   for (const key of allowed) {
     let value: unknown;
     try {
-      value = (options as Record<string, unknown>)[key];
+      value = ownOption(options, key);
     } catch (error) {
       throw new CappedError(`${where}: option '${key}' cannot be read: ${textOf(error)}`, 'ER_ILLEGAL_PARAMS', { cause: error });
     }
     if (value !== undefined) snapshot[key] = value;
   }
   return snapshot;
+}
+
+const hasOwn = (o: object, key: string): boolean => Object.prototype.hasOwnProperty.call(o, key);
+
+/** o[key], read once, or undefined when it comes from Object.prototype (see onObjectPrototype). */
+export function ownOption(o: object, key: string): unknown {
+  const value = (o as Record<string, unknown>)[key];
+  return value !== undefined && onObjectPrototype(o, key) ? undefined : value;
+}
+
+/**
+ * Whether `key` reaches `options` from Object.prototype itself, and so is not the caller's: it is
+ * there for every object of the process (prototype pollution, through some other library's deep
+ * merge), and as an `isExpired` that returns true it would have deleted every live tuple, as a
+ * `maxTuples` it would have capped every space. Options inherited from any other prototype (a
+ * class's) are the caller's. Costs one lookup unless Object.prototype has the key.
+ */
+function onObjectPrototype(options: object, key: string): boolean {
+  if (!hasOwn(Object.prototype, key)) return false;
+  for (let o: object | null = options; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+    if (hasOwn(o, key)) return false;
+  }
+  return true;
 }
 
 /**

@@ -132,7 +132,7 @@ export function configure(space: Space, raw: unknown): Config {
   const now = checkFunction<() => number>('expirationd.start', 'now', o.now) ??
     (ttl !== undefined && ttl.unit === unit ? ttl.now : undefined) ??
     (unit === 's' ? () => Date.now() / 1000 : () => Date.now());
-  const pass: Config['pass'] = {};
+  const pass: Config['pass'] = Object.create(null) as Config['pass'];
   for (const cb of ['onFullScanStart', 'onFullScanSuccess', 'onFullScanError', 'onFullScanComplete'] as const) {
     pass[cb] = checkFunction('expirationd.start', cb, o[cb]);
   }

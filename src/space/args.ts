@@ -2,7 +2,7 @@
 import { Iter } from '../native/loader.js';
 import type { Key } from '../native/codec.js';
 import { CappedError, illegal, textOf } from '../errors.js';
-import { describe, isArray } from '../validate.js';
+import { describe, isArray, ownOption } from '../validate.js';
 
 export type FieldType = 'unsigned' | 'integer' | 'number' | 'string' | 'boolean';
 export type IndexType = 'TREE' | 'HASH';
@@ -68,7 +68,7 @@ export function checkParts(where: string, parts: unknown): Part[] {
     const [field, type] = read(`parts[${i}]`, (): [unknown, unknown] => {
       const p: unknown = (parts as unknown[])[i];
       if (isArray(p)) return [p[0], p[1]];
-      return p !== null && typeof p === 'object' ? [(p as Part).field, (p as Part).type] : [undefined, undefined];
+      return p !== null && typeof p === 'object' ? [ownOption(p, 'field'), ownOption(p, 'type')] : [undefined, undefined];
     });
     if (typeof field !== 'number' || !Number.isInteger(field) || field < 1 || field > 65535) {
       throw illegal(`${where}: parts[${i}].field must be a 1-based field number, got ${textOf(field)}`);
