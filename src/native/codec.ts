@@ -316,19 +316,15 @@ export function decodeEach(result: number | Buffer | undefined): Decoded {
   } catch {
     // One by one, over a copy: an unpack may read the space and so replace the scratch Buffer.
   }
-  const bytes = Buffer.from(b);
   const tuples: Tuple[] = [];
   const failed: Decoded['failed'] = [];
-  for (let p = 0; p < bytes.length;) {
-    const end = skipValue(bytes, p);
-    const one = bytes.subarray(p, end);
+  for (const one of splitTuples(Buffer.from(b))) {
     try {
       tuples.push(unpack(one, one.length));
     } catch (error) {
       failed.push({ index: tuples.length, error: undecodable(error), bytes: Buffer.from(one) });
       tuples.push(undefined as unknown as Tuple);
     }
-    p = end;
   }
   return { tuples, failed };
 }
