@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { fitSlope, mb } from './support/memory.js';
+import { childEnv } from './support/sanitizer.js';
 
 const { ensureDist } = createRequire(__filename)('./fixtures/dist.cjs') as { ensureDist: () => string };
 const FIXTURE = path.join(__dirname, 'fixtures', 'gc-spaces.cjs');
@@ -31,13 +32,6 @@ interface Line {
   collectedAfterKill?: boolean;
 }
 
-// Under `npm run test:asan` the child inherits the sanitizer; a small quarantine keeps ASan from
-// holding on to 256 MB of freed blocks, so that RSS follows what is really live.
-function childEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  if (env.ASAN_OPTIONS !== undefined) env.ASAN_OPTIONS = `${env.ASAN_OPTIONS}:quarantine_size_mb=16`;
-  return env;
-}
 
 function runPhase(phase: string, rounds: number, mb: number): Promise<Line[]> {
   return new Promise((resolve, reject) => {

@@ -6,11 +6,12 @@
 // falls by exactly one page at a time during a migration (not only by a whole table at its end).
 import { describe, expect, test } from 'vitest';
 import { Space, type Tuple } from '../src/index.js';
+import { PER_TUPLE_MALLOC } from './support/sanitizer.js';
 
 const PAGE = 2 * 1024 * 1024;
 // The sanitizer build (CAPPED_EXPIRATIOND_ADDON, CE_TUPLE_MALLOC) and non-Linux builds take every
 // table from calloc: no pages to ask for or give back, so only the load itself is checked there.
-const PAGED = process.platform === 'linux' && !process.env.CAPPED_EXPIRATIOND_ADDON;
+const PAGED = process.platform === 'linux' && !PER_TUPLE_MALLOC;
 const keyOf = (i: number): number => Math.imul(i, 2654435761) >>> 0;
 
 describe('memory held ahead', () => {

@@ -32,23 +32,13 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, test } from 'vitest';
 import { Space, expirationd } from '../src/index.js';
 import { mulberry32 } from '../bench/lib/random.js';
+import { childEnv, PER_TUPLE_MALLOC } from './support/sanitizer.js';
 
 const ROOT = path.join(__dirname, '..');
 const SRC = path.join(ROOT, 'src', 'index.ts');
 const CHILD = path.join(__dirname, 'fixtures', 'review-resource-growth', 'child.cjs');
 const TSX = pathToFileURL(createRequire(path.join(ROOT, 'package.json')).resolve('tsx')).href;
 
-// Under `npm run test:asan` the child inherits the sanitizer: a small quarantine keeps ASan from
-// holding on to 256 MB of freed blocks, so that RSS follows what is live (as test/gc.test.ts).
-function childEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  if (env.ASAN_OPTIONS !== undefined) env.ASAN_OPTIONS = `${env.ASAN_OPTIONS}:quarantine_size_mb=16`;
-  return env;
-}
-
-// The sanitizer build (CAPPED_EXPIRATIOND_ADDON, CE_TUPLE_MALLOC) makes every tuple and B+tree node
-// its own malloc block: memory() then counts what is live at that moment, not whole slabs and pools.
-const PER_TUPLE_MALLOC = process.env.CAPPED_EXPIRATIOND_ADDON !== undefined;
 
 function child<T>(...args: string[]): T {
   const r = spawnSync(process.execPath, ['--expose-gc', '--import', TSX, CHILD, SRC, ...args],
