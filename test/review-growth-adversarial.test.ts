@@ -29,7 +29,7 @@ afterEach(() => {
 // ---------------------------------------------------------------------------------------------
 // The reference: a Map of stored tuples by primary key, and an index definition's order.
 
-type Row = [id: number, name: string, grp: number, exp: number, ver: number];
+type Row = [id: number, name: string, grp: number | bigint, exp: number, ver: number];
 interface RefIndex {
   name: string;
   /** field numbers (1-based) of the key parts */
@@ -48,10 +48,15 @@ function orderOf(def: RefIndex, pkFields: number[] = [1]): (a: Tuple, b: Tuple) 
   };
 }
 
+/** JSON.stringify that shows a BigInt (an update past 2^53 makes one) as `123n` instead of throwing. */
+function json(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+}
+
 /** toEqual for long arrays of tuples (vitest's deep equality is slow on 40k rows): compares their JSON, then shows the first difference. */
 function sameRows(actual: readonly Tuple[], want: readonly Tuple[], message: string): void {
-  const a = actual.map((t) => JSON.stringify(t));
-  const b = want.map((t) => JSON.stringify(t));
+  const a = actual.map((t) => json(t));
+  const b = want.map((t) => json(t));
   if (a.length === b.length && a.every((x, i) => x === b[i])) return;
   let i = 0;
   while (i < a.length && i < b.length && a[i] === b[i]) i++;
@@ -128,14 +133,14 @@ function checkIndex(space: Space, def: RefIndex, rows: Tuple[], r: Rng, context:
     const arg = key.length === 1 ? key[0] : key;
     for (const iterator of ITERATORS) {
       const want = rangeOf(sorted, sortedKeys, key, iterator);
-      const where = `${context}: ${def.name}.select(${JSON.stringify(key)}, ${iterator})`;
+      const where = `${context}: ${def.name}.select(${json(key)}, ${iterator})`;
       expect(idx.count(arg, { iterator }), `${where} count`).toBe(want.length);
       expect(idx.select(arg, { iterator, limit: 20 }), where).toEqual(want.slice(0, 20));
       if (want.length > 3) expect(idx.select(arg, { iterator, limit: 2, offset: want.length - 3 }), `${where} offset`).toEqual(want.slice(-3, -1));
     }
     const eq = rangeOf(sorted, sortedKeys, key, 'EQ');
-    expect(idx.min(arg) ?? null, `${context}: ${def.name}.min(${JSON.stringify(key)})`).toEqual(eq[0] ?? null);
-    expect(idx.max(arg) ?? null, `${context}: ${def.name}.max(${JSON.stringify(key)})`).toEqual(eq[eq.length - 1] ?? null);
+    expect(idx.min(arg) ?? null, `${context}: ${def.name}.min(${json(key)})`).toEqual(eq[0] ?? null);
+    expect(idx.max(arg) ?? null, `${context}: ${def.name}.max(${json(key)})`).toEqual(eq[eq.length - 1] ?? null);
     if (def.unique && key.length === def.fields.length) expect(idx.get(arg) ?? null, `${context}: get`).toEqual(eq[0] ?? null);
   }
   // the reference's own iterator rules (test/support/reference.ts) agree with the binary search
@@ -172,6 +177,18 @@ interface World {
 const EXP: RefIndex = { name: 'exp', fields: [4], unique: false, type: 'TREE' };
 const GRPS = [-7, -1.5, 0, 1, 2, 2.5, 3, 1e6 + 0.25, 2 ** 41 + 2, 2 ** 53, 1e20];
 
+/**
+ * `['+', f, 1]` as the README states it: an integer (an integral float64 up to 2^53 included) adds
+ * exactly and reads back as a number up to 2^53, a BigInt beyond; a fraction, or a float64 past
+ * 2^53, adds as a float.
+ */
+function plus1(v: number | bigint): number | bigint {
+  const exact = typeof v === 'bigint' ? v : Number.isInteger(v) && Math.abs(v) <= 2 ** 53 ? BigInt(v) : undefined;
+  if (exact === undefined) return (v as number) + 1;
+  const r = exact + 1n;
+  return r >= -(2n ** 53n) && r <= 2n ** 53n ? Number(r) : r;
+}
+
 function makeWorld(seed: number, opts: { pk: 'HASH' | 'TREE'; ttl?: boolean; maxTuples?: number; n: number; burst?: number }): World {
   const w: World = { space: undefined as unknown as Space, model: new Map(), r: rng(seed), clock: 1000, ver: 0, ids: opts.n * 3, ops: 0, ttl: !!opts.ttl, capped: !!opts.maxTuples, burst: opts.burst ?? 60, peak: 0, removed: 0, evicted: [], problems: [], forget: () => {} };
   const forget = (tuples: Tuple[], why: string): void => {
@@ -180,7 +197,7 @@ function makeWorld(seed: number, opts: { pk: 'HASH' | 'TREE'; ttl?: boolean; max
       // Inside a frame, onEvict comes at the outermost commit: a later statement of the frame may
       // have written the key again (the frame's writes synced the reference on the way).
       if (why === 'onEvict' && (m === undefined || m[4] !== t[4])) continue;
-      if (m === undefined || m[4] !== t[4]) w.problems.push(`${why} reported ${JSON.stringify(t)}, the reference holds ${JSON.stringify(m)}`);
+      if (m === undefined || m[4] !== t[4]) w.problems.push(`${why} reported ${json(t)}, the reference holds ${json(m)}`);
       else {
         w.model.delete(t[0] as number);
         w.removed++;
@@ -242,14 +259,14 @@ function write(w: World, depth = 0): void {
     const v = ++w.ver;
     const nw = space.update(id, [['+', 3, 1], ['=', 5, v]]) as Row | undefined;
     const old = model.get(id);
-    expect(nw ?? null).toEqual(old ? [old[0], old[1], old[2] + 1, old[3], v] : null);
+    expect(nw ?? null).toEqual(old ? [old[0], old[1], plus1(old[2]), old[3], v] : null);
     if (nw) model.set(id, nw);
   } else if (p < 0.68) {
     const t = row(w, id);
     const v = ++w.ver;
     space.upsert(t, [['+', 3, 1], ['=', 5, v]]);
     const old = model.get(id);
-    model.set(id, old ? [old[0], old[1], old[2] + 1, old[3], v] : t);
+    model.set(id, old ? [old[0], old[1], plus1(old[2]), old[3], v] : t);
   } else if (p < 0.78) {
     // a batch; some collide with a stored key halfway: all or nothing
     const ts: Row[] = [];
@@ -365,7 +382,7 @@ async function buildUnderLoad(seed: number, opts: { pk: 'HASH' | 'TREE'; ttl?: b
   }
   const results = await Promise.all(builds);
   task.kill();
-  const context = `seed ${seed} ${JSON.stringify(opts)}: ${w.ops} writes, ${turns} turns, ${w.removed} expired/evicted`;
+  const context = `seed ${seed} ${json(opts)}: ${w.ops} writes, ${turns} turns, ${w.removed} expired/evicted`;
   expect(results.map((x) => errCode(x.error)), context).toEqual(BUILDS.map(() => undefined));
   expect(refusedSync, context).toBe(true);
   expect(turns, context).toBeGreaterThan(50);
@@ -467,7 +484,7 @@ function hashWalkModel(seed: number, churn = false): { walks: number; grown: num
       const t = x.value as [number, number];
       w.steps++;
       const m = model.get(t[0]);
-      if (m === undefined || m[1] !== t[1]) expect.fail(`seed ${seed}: a walk yielded ${JSON.stringify(t)} at op ${op}; stored: ${JSON.stringify(m)}`);
+      if (m === undefined || m[1] !== t[1]) expect.fail(`seed ${seed}: a walk yielded ${json(t)} at op ${op}; stored: ${json(m)}`);
       w.seen.add(t[0]);
       if (w.steps > 3_000_000) expect.fail('a walk does not end');
     }
@@ -721,11 +738,11 @@ function treeRunsModel(seed: number): { walks: number; steps: number } {
         totalSteps++;
         const m = model.get(t[0]);
         const where = `seed ${seed}: ${w.iterator}(${w.key}) opened at op ${w.openedAt}, step ${w.steps} at op ${op}`;
-        if (m === undefined || m[2] !== t[2]) expect.fail(`${where}: yielded ${JSON.stringify(t)}, stored ${JSON.stringify(m)}`);
-        if (!inRange(w, t)) expect.fail(`${where}: yielded ${JSON.stringify(t)} outside its range`);
+        if (m === undefined || m[2] !== t[2]) expect.fail(`${where}: yielded ${json(t)}, stored ${json(m)}`);
+        if (!inRange(w, t)) expect.fail(`${where}: yielded ${json(t)} outside its range`);
         if (w.last !== undefined) {
           const c = cmpEntry(t, w.last);
-          if (descending(w) ? c >= 0 : c <= 0) expect.fail(`${where}: yielded ${JSON.stringify(t)} after ${JSON.stringify(w.last)}`);
+          if (descending(w) ? c >= 0 : c <= 0) expect.fail(`${where}: yielded ${json(t)} after ${json(w.last)}`);
         }
         w.last = t;
         w.seen.add(t[0]);
@@ -739,7 +756,7 @@ function treeRunsModel(seed: number): { walks: number; steps: number } {
             example = t;
           }
         }
-        expect(skipped, `seed ${seed}: ${w.iterator}(${w.key}) opened at op ${w.openedAt}, ${w.steps} steps: skipped ${skipped} tuples stored throughout, e.g. ${JSON.stringify(example)}`).toBe(0);
+        expect(skipped, `seed ${seed}: ${w.iterator}(${w.key}) opened at op ${w.openedAt}, ${w.steps} steps: skipped ${skipped} tuples stored throughout, e.g. ${json(example)}`).toBe(0);
         finished++;
         walks.splice(i--, 1);
       }

@@ -378,8 +378,8 @@ describe('TTL encodings: ties and exact values in the eviction index', () => {
       clock = 0;
       const { s, reports } = make({ maxTuples: 4, onFull: 'evictExpiring' }, `enc-${expType}`, 'TREE', expType);
       s.insert([5, 'a', 100]);                       // positive fixint
-      s.insert([2, 'b', 2 ** 32 + 100]);             // float64 on the wire
-      s.update(2, [['-', 3, 2 ** 32]]);              // float - float: a float64 100.0 (README: a float on either side gives a float)
+      s.insert([2, 'b', 99]);
+      s.update(2, [['+', 3, 0.5], ['+', 3, 0.5]]);   // a fraction on one side: a float64 100.0 (README)
       expect(s.bsize()).toBe(size([5, 'a', 100]) + size([2, 'b', 100]) + 8);
       s.insert([3, 'c', 2n ** 53n + 1n]);            // uint64
       s.insert([4, 'd', 2 ** 53]);                   // float64

@@ -39,6 +39,22 @@ describe('update operators', () => {
     expect(s.update(1, [['-', 2, 5]])?.[1]).toBe(-2);
   });
 
+  it('an integer result reads back as an insert of it would: a number up to 2^53, a BigInt beyond, exact both ways', () => {
+    const s = plain();
+    s.insert([1, 2 ** 32 - 1, 2 ** 53 - 1, 2 ** 40, -(2 ** 31), 2 ** 53 - 1]);
+    const r = s.update(1, [['+', 2, 1], ['+', 3, 2], ['-', 4, 2 ** 40 - 7], ['-', 5, 1], ['+', 6, 1]])!;
+    // 2^53 - 1 is a float64 on the wire (msgpackr), yet + 2 is exact: an integral float64 up to
+    // 2^53 counts as an integer (float arithmetic would give 2^53).
+    expect(r).toEqual([1, 2 ** 32, 2n ** 53n + 1n, 7, -(2 ** 31) - 1, 2 ** 53]);
+    expect(s.get(1)).toEqual(r);
+    expect(r.slice(1).map((v) => typeof v)).toEqual(['number', 'bigint', 'number', 'number', 'number']);
+    // A counter that crosses 2^32 stays a number a JavaScript caller can add to.
+    s.insert([2, 0]);
+    for (let i = 0; i < 3; i++) s.update(2, [['+', 2, 2 ** 31], ['|', 2, 0]]);
+    expect(s.get(2)).toEqual([2, 3 * 2 ** 31]);
+    s.checkIntegrity();
+  });
+
   it('integer overflow is an error, as in Tarantool, and changes nothing', () => {
     const s = plain();
     s.insert([1, 18446744073709551615n, -9223372036854775808n, 9223372036854775807n]);

@@ -75,6 +75,35 @@ void write_float64(std::string* out, double d) {
   put_be(out, b, 8);
 }
 
+// An operand of '+' and '-' that is an integer: any integer encoding, or a float64 with an integral
+// value up to 2^53 in magnitude (how msgpackr writes integers past 32 bits, and write_integer
+// below too), so that a counter past 2^32 keeps exact integer arithmetic.
+bool exact_integer(const mp::Num& n, __int128* out) {
+  if (n.kind == mp::Num::kUint) *out = __int128(n.u);
+  else if (n.kind == mp::Num::kInt) *out = __int128(n.i);
+  else if (mp::num_is_integral(n) && std::fabs(n.d) <= 9007199254740992.0) *out = __int128(int64_t(n.d));
+  else return false;
+  return true;
+}
+
+// An integer result, written as msgpackr writes that value as a JavaScript number, so that it
+// reads back as the same type an insert of it would: a 32-bit integer encoding when it fits, a
+// float64 up to 2^53 in magnitude (exact there), and a 64-bit integer only beyond (a BigInt on
+// read). Without the float64 step a counter that crossed 2^32 came back as a BigInt.
+void write_integer(std::string* out, __int128 r) {
+  constexpr __int128 kExact = __int128(1) << 53;
+  if (r >= INT32_MIN && r <= __int128(UINT32_MAX)) {
+    if (r >= 0) write_uint(out, uint64_t(r));
+    else write_int(out, int64_t(r));
+  } else if (r >= -kExact && r <= kExact) {
+    write_float64(out, double(int64_t(r)));
+  } else if (r >= 0) {
+    write_uint(out, uint64_t(r));
+  } else {
+    write_int(out, int64_t(r));
+  }
+}
+
 void write_str_header(std::string* out, size_t n) {
   if (n < 32) out->push_back(char(0xa0 | n));
   else if (n <= 0xff) { out->push_back(char(0xd9)); put_be(out, n, 1); }
@@ -208,18 +237,16 @@ void UpdateOps::apply(const uint8_t* tuple, std::string* out, bool skip_failed) 
           if (!mp::read_num(bytes(fields[size_t(idx)]), &a)) throw field_error("the field is not a number");
           mp::read_num(op.arg, &b);
           const size_t from = store.size();
-          if (a.kind == mp::Num::kDouble || b.kind == mp::Num::kDouble) {
-            const double x = mp::num_to_double(a), y = mp::num_to_double(b);
-            write_float64(&store, op.op == '+' ? x + y : x - y);
+          __int128 x, y;
+          if (!exact_integer(a, &x) || !exact_integer(b, &y)) {
+            const double dx = mp::num_to_double(a), dy = mp::num_to_double(b);
+            write_float64(&store, op.op == '+' ? dx + dy : dx - dy);
           } else {
-            const __int128 x = a.kind == mp::Num::kUint ? __int128(a.u) : __int128(a.i);
-            const __int128 y = b.kind == mp::Num::kUint ? __int128(b.u) : __int128(b.i);
             const __int128 r = op.op == '+' ? x + y : x - y;
             if (r < -(__int128(1) << 63) || r >= (__int128(1) << 64))
               throw DbError(err::kUpdateIntegerOverflow, "update: integer overflow when performing " +
                                                              op_name(op.op) + " on field " + fname());
-            if (r >= 0) write_uint(&store, uint64_t(r));
-            else write_int(&store, int64_t(r));
+            write_integer(&store, r);
           }
           fields[size_t(idx)] = owned(from);
           break;
@@ -230,7 +257,7 @@ void UpdateOps::apply(const uint8_t* tuple, std::string* out, bool skip_failed) 
             throw field_error("the field is not a non-negative integer");
           read_uint(op.arg, &b);
           const size_t from = store.size();
-          write_uint(&store, op.op == '&' ? a & b : op.op == '|' ? a | b : a ^ b);
+          write_integer(&store, __int128(op.op == '&' ? a & b : op.op == '|' ? a | b : a ^ b));
           fields[size_t(idx)] = owned(from);
           break;
         }

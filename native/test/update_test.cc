@@ -47,8 +47,20 @@ void arithmetic() {
   expect(run_ops(small, op3('+', 2, Mp().f64(0.5).str())) == Mp().array(2).uint(1).f64(3.5).str(), "3 + 0.5");
   // Bitwise: a float64-encoded integer counts as unsigned; a negative or fractional one does not.
   const std::string big = Mp().array(2).uint(1).f64(4294967296.0 * 3).str();
-  expect(run_ops(big, op3('&', 2, Mp().uint(UINT64_MAX).str())) == Mp().array(2).uint(1).uint(uint64_t(3) << 32).str(),
+  expect(run_ops(big, op3('&', 2, Mp().uint(UINT64_MAX).str())) == Mp().array(2).uint(1).f64(4294967296.0 * 3).str(),
          "float64 integer & mask");
+  // An integer result is written as msgpackr writes that number: 32-bit encodings, then float64 up
+  // to 2^53 (a number on read, not a BigInt), then 64-bit integers. An integral float64 up to 2^53
+  // is an integer operand, so + stays exact past 2^53.
+  const std::string u32max = Mp().array(2).uint(1).uint(UINT32_MAX).str();
+  expect(run_ops(u32max, op3('+', 2, Mp().uint(1).str())) == Mp().array(2).uint(1).f64(4294967296.0).str(), "2^32 - 1 + 1");
+  const std::string i32min = Mp().array(2).uint(1).integer(INT32_MIN).str();
+  expect(run_ops(i32min, op3('-', 2, Mp().uint(1).str())) == Mp().array(2).uint(1).f64(-2147483649.0).str(), "int32 min - 1");
+  expect(run_ops(i32min, op3('+', 2, Mp().uint(1).str())) == Mp().array(2).uint(1).integer(INT32_MIN + 1).str(), "int32 min + 1");
+  const std::string near = Mp().array(2).uint(1).f64(9007199254740991.0).str();
+  expect(run_ops(near, op3('+', 2, Mp().uint(2).str())) == Mp().array(2).uint(1).uint((uint64_t(1) << 53) + 1).str(), "f64 2^53 - 1 + 2");
+  expect(run_ops(near, op3('+', 2, Mp().uint(1).str())) == Mp().array(2).uint(1).f64(9007199254740992.0).str(), "f64 2^53 - 1 + 1");
+  expect(run_ops(near, op3('-', 2, Mp().f64(9007199254740990.0).str())) == Mp().array(2).uint(1).uint(1).str(), "f64 - f64, integral");
   expect_error("ER_UPDATE_FIELD", [&] { run_ops(f, op3('|', 2, Mp().uint(1).str())); }, "1.5 | 1");
   expect_error("ER_UPDATE_FIELD", [&] { run_ops(n, op3('^', 2, Mp().uint(1).str())); }, "negative ^ 1");
   // Skipped in upsert mode: the tuple comes back unchanged.
