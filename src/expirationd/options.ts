@@ -83,6 +83,10 @@ export interface Config {
 export function optionsOf(rest: unknown[]): unknown {
   if (typeof rest[0] !== 'string' && rest.length <= 1) return rest[0];
   const [rmIndex, itIndex, field, scanSize, scanTime] = rest as PositionalArgs;
+  // Anything past scanTime (an options object appended to this form, say) would be dropped unread.
+  if (rest.slice(5).some((v) => v !== undefined)) {
+    throw illegal(`expirationd.start: the positional form takes at most five values (rmIndex, itIndex, field, scanSize, scanTime), got ${rest.length}; pass one options object instead`);
+  }
   if (rmIndex !== undefined && typeof rmIndex !== 'string') throw illegal('expirationd.start: rmIndex must be an index name');
   return Object.fromEntries(Object.entries({ rmIndex, itIndex, field, scanSize, scanTime }).filter(([, v]) => v !== undefined));
 }

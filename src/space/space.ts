@@ -368,9 +368,12 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     this.#h.truncate();
   }
 
-  /** Frees the native memory at once and ends the space's expiration tasks. */
+  /**
+   * Frees the native memory at once and ends the space's expiration tasks. Like every later
+   * call, a second drop() throws ER_SPACE_DROPPED (as Tarantool's space:drop() does).
+   */
   drop(): void {
-    if (this.isDropped) return;
+    if (this.isDropped) throw new CappedError(`Space '${this.name}' was dropped`, 'ER_SPACE_DROPPED');
     this.#h.drop();
     this.isDropped = true;
     const hooks = dropHooks.get(this);
