@@ -41,6 +41,45 @@ describe('due-time wake-ups', () => {
     expect(task.stats()).toMatchObject({ fullScans: 4, expired: 2 });
   });
 
+  test('an expired tuple that processExpired leaves at the head does not hide the first live TTL', () => {
+    // 'unsigned' TTLs against a clock with fractions: the seek past now is by floor(now).
+    for (const type of ['unsigned', 'number'] as const) {
+      const space = new Space(`due-head-${type}`);
+      space.createIndex('primary', { type: 'HASH', parts: [[1, 'unsigned']] });
+      space.createIndex('exp', { unique: false, parts: [[2, type]] });
+      const t0 = Date.now();
+      space.insert([1, t0 - 1]);      // due, and left in place every pass
+      space.insert([2, t0 + 200]);
+      space.insert([3, t0 + 3_600_000]);
+      const handed: number[] = [];
+      const task = expirationd.start(`due-head-${type}`, space, {
+        itIndex: 'exp', field: 2, unit: 'ms', now: () => Date.now() + 0.5,
+        processExpired: (tuples) => {
+          for (const [id] of tuples as [number, number][]) {
+            handed.push(id);
+            if (id !== 1) space.delete(id);
+          }
+        },
+      });
+      vi.advanceTimersByTime(0);
+      expect(handed).toEqual([1]);
+      // Due when tuple 2's TTL comes (about 200 ms on this clock), not after the formula's 1 s.
+      vi.advanceTimersByTime(198);
+      expect(handed).not.toContain(2);
+      vi.advanceTimersByTime(3);
+      expect(handed.filter((id) => id === 2)).toEqual([2]);
+      expect(space.get(2)).toBeUndefined();
+      // Then the formula's wait: the next live TTL is an hour away.
+      const chunks = task.stats().chunks;
+      vi.advanceTimersByTime(990);
+      expect(task.stats().chunks).toBe(chunks);
+      vi.advanceTimersByTime(20);
+      expect(task.stats().chunks).toBe(chunks + 1);
+      task.kill();
+      space.drop();
+    }
+  });
+
   test('the formula\'s wait when it is sooner than the first live TTL', () => {
     const space = makeSpace();
     space.insert([1, BASE + 5000]);

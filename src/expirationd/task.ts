@@ -32,7 +32,7 @@
 // schedules the next chunk of the same pass (on the next turn of the event loop), unless that
 // chunk is still running: then its end schedules the next one. A stopped task holds no timer.
 import { Iter, type NativeCursor } from '../native/loader.js';
-import { decodeFields, resultBytes, scratchBuffer, type Tuple } from '../native/codec.js';
+import { decodeFields, packKey, resultBytes, scratchBuffer, type Tuple } from '../native/codec.js';
 import { CappedError, illegal, textOf } from '../errors.js';
 import { handleOf, onDrop, onInsert, type Space } from '../space/space.js';
 import { keyOf } from './chunk.js';
@@ -491,7 +491,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     // The first live tuple's TTL (none when the index is empty, or when its first tuple is an
     // expired poison tuple skipped by the pass: then the formula's wait).
     const floor = config.fullScanDelay;
-    const ttl = this.#minTtl();
+    const ttl = this.#firstLiveTtl(now);
     if (ttl !== undefined && ttl > now) {
       wait = Math.min(wait, (ttl - now) * config.unitSeconds);
       if (floor > 0) wait = Math.max(wait, floor);
@@ -519,6 +519,35 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     const value = decodeFields(resultBytes(result), [this.#config.fieldno])[this.#config.fieldno];
     const ttl = typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : NaN;
     return Number.isNaN(ttl) ? undefined : ttl;
+  }
+
+  /**
+   * The TTL of itIndex's first tuple whose TTL is past `now` (the next one due), or undefined.
+   * Usually the first stored tuple; but a tuple that processExpired left in place, or re-queued
+   * already due, stays expired at the head of the index, and timing the next pass by it (or
+   * giving up on a due time) made every job behind it wait the formula's chunkDelay. Then a GT
+   * seek past `now` finds the first live one (read past a TTL space's filter, as #minTtl).
+   */
+  #firstLiveTtl(now: number): number | undefined {
+    const first = this.#minTtl();
+    if (first === undefined || first > now) return first;
+    const { it, fieldno } = this.#config;
+    const part = it.parts[0];
+    let key: number;
+    if (part.type === 'number') key = now;
+    else if (part.type !== 'unsigned' && part.type !== 'integer') return undefined;
+    else if (now >= (part.type === 'unsigned' ? 2 ** 64 : 2 ** 63)) return undefined;  // no integer TTL is later
+    else key = Math.floor(now);  // an integer TTL is > now exactly when it is > floor(now)
+    try {
+      const result = handleOf(this.space).select(it.id, packKey([key]), Iter.GT, 1, 0, scratchBuffer(), NaN);
+      const bytes = resultBytes(result);
+      if (bytes.length === 0) return undefined;
+      const value = decodeFields(bytes, [fieldno])[fieldno];
+      const ttl = typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : NaN;
+      return Number.isNaN(ttl) ? undefined : ttl;
+    } catch {
+      return undefined;  // from a timer: never throw (the formula's wait applies)
+    }
   }
 
   #lag(): number {
