@@ -54,6 +54,41 @@ afterEach(() => {
 });
 
 describe('tuples of the wrong shape', () => {
+  it('an object graph that is not a tree is refused at once, not walked path by path', () => {
+    const space = fixture();
+    // A cycle (twice back to itself: every path through it was walked before), in an object, an
+    // array and a Map, and in a key.
+    const o: Record<string, unknown> = {};
+    o.a = o;
+    o.b = o;
+    const a: unknown[] = [];
+    a.push(a, a);
+    const m = new Map<string, unknown>();
+    m.set('self', m);
+    for (const value of [o, a, m]) {
+      refused(space, 'ER_TUPLE_FORMAT', () => space.insert(row(11, { 5: value })));
+      refused(space, 'ER_TUPLE_FORMAT', () => space.replace(row(1, { 5: value })));
+      refused(space, 'ER_TUPLE_FORMAT', () => space.insertMany([row(11), row(12, { 5: value })]));
+      refused(space, 'ER_KEY_TYPE', () => space.get([value as never]));
+    }
+    // Shared references 30 levels deep: 2^30 paths, so more than 4 GiB encoded; refused before
+    // msgpackr expands it. At 20 levels (2^20 paths) msgpackr encodes it and the size refuses it.
+    let dag: unknown = { leaf: 1 };
+    for (let i = 0; i < 30; i++) dag = { a: dag, b: dag };
+    refused(space, 'ER_TUPLE_TOO_LARGE', () => space.insert(row(11, { 5: dag })));
+    dag = { leaf: 1 };
+    for (let i = 0; i < 20; i++) dag = { a: dag, b: dag };
+    refused(space, 'ER_TUPLE_TOO_LARGE', () => space.insert(row(11, { 5: dag })));
+    // A shared object that is not a cycle, and 40 levels of arrays (deeper than the 32 stored),
+    // are the addon's to judge as before: the first is stored, the second refused.
+    const shared = { x: 1 };
+    space.insert(row(11, { 5: [shared, shared] }));
+    expect(space.get(11)![5]).toEqual([{ x: 1 }, { x: 1 }]);
+    let deep: unknown = 1;
+    for (let i = 0; i < 40; i++) deep = [deep];
+    refused(space, 'ER_TUPLE_FORMAT', () => space.insert(row(12, { 5: deep })));
+  });
+
   it('a non-array tuple is ER_TUPLE_FORMAT for insert, replace and insertMany', () => {
     const space = fixture();
     for (const bad of [5, 'x', null, undefined, {}, { 0: 1, length: 1 }, new Uint8Array([1]), true]) {

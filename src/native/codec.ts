@@ -32,18 +32,113 @@ export function scratchBuffer(): Buffer {
 // A string with a lone surrogate has no UTF-8 form: msgpackr would write invalid bytes for a
 // short one (which the addon refuses) and silently substitute U+FFFD in a long one. Both are
 // refused here, so data never changes on its way in.
+//
+// The same walk bounds what msgpackr is handed. An object graph that is not a tree (a cycle: a
+// parent pointer, a Space inside a tuple; or shared references) made this walk, and then msgpackr,
+// visit every path through it: `o.a = o; o.b = o` hung the process at 100% CPU. So:
+// - containers deeper than MAX_WALK_DEPTH are refused (ER_TUPLE_FORMAT): the addon refuses more
+//   than 32 levels anyway, so nothing it would store is refused here, and a cycle ends within
+//   that many steps;
+// - after WALK_BUDGET values the walk goes on memoized per object (linear in the objects, not in
+//   the paths) and computes a lower bound of the encoded size, one byte per value: past what any
+//   space stores (maxTupleSize < 2^32) the value is refused (ER_TUPLE_TOO_LARGE) before msgpackr
+//   expands it.
+const MAX_WALK_DEPTH = 40;
+const WALK_BUDGET = 1 << 22;
+const MAX_ENCODED = 2 ** 32;
+
+class WalkError extends Error {
+  constructor(readonly kind: 'depth' | 'size') {
+    super(kind);
+  }
+}
+
+let walkVisits = 0;
+
 function wellFormed(value: unknown, depth: number): boolean {
   if (typeof value === 'string') return (value as unknown as { isWellFormed(): boolean }).isWellFormed();
-  if (value === null || typeof value !== 'object' || depth > 64) return true;
+  if (value === null || typeof value !== 'object') return true;
+  if (depth > MAX_WALK_DEPTH) throw new WalkError('depth');
+  if (++walkVisits > WALK_BUDGET) throw new WalkError('size');
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) if (!wellFormed(value[i], depth + 1)) return false;
     return true;
   }
   if (ArrayBuffer.isView(value) || value instanceof Date) return true;
+  if (value instanceof Map || value instanceof Set) {
+    for (const [k, v] of value.entries()) if (!wellFormed(k, depth + 1) || !wellFormed(v, depth + 1)) return false;
+    return true;
+  }
   for (const key in value as Record<string, unknown>) {
     if (!wellFormed(key, depth + 1) || !wellFormed((value as Record<string, unknown>)[key], depth + 1)) return false;
   }
   return true;
+}
+
+/**
+ * The memoized walk, once the plain one ran out of budget: whether every string is well formed,
+ * and at least how many bytes the value encodes to (each object counted once per reference, but
+ * walked once). Throws WalkError as wellFormed does.
+ */
+function sizeWalk(value: unknown, depth: number, memo: Map<object, number>): number {
+  if (typeof value === 'string') {
+    if (!(value as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
+    return 1 + value.length;
+  }
+  if (value === null || typeof value !== 'object') return 1;
+  const known = memo.get(value);
+  if (known !== undefined) return known;
+  if (depth > MAX_WALK_DEPTH) throw new WalkError('depth');
+  let size = 1;
+  if (ArrayBuffer.isView(value)) {
+    size += value.byteLength;
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const n = sizeWalk(value[i], depth + 1, memo);
+      if (n < 0) return -1;
+      size += n;
+      if (size > MAX_ENCODED) throw new WalkError('size');
+    }
+  } else if (value instanceof Map || value instanceof Set) {
+    for (const [key, v] of value.entries()) {
+      const k = sizeWalk(key, depth + 1, memo);
+      const n = sizeWalk(v, depth + 1, memo);
+      if (k < 0 || n < 0) return -1;
+      size += k + n;
+      if (size > MAX_ENCODED) throw new WalkError('size');
+    }
+  } else if (!(value instanceof Date)) {
+    for (const key in value as Record<string, unknown>) {
+      const k = sizeWalk(key, depth + 1, memo);
+      const n = sizeWalk((value as Record<string, unknown>)[key], depth + 1, memo);
+      if (k < 0 || n < 0) return -1;
+      size += k + n;
+      if (size > MAX_ENCODED) throw new WalkError('size');
+    }
+  }
+  memo.set(value, size);
+  return size;
+}
+
+/** wellFormed over a whole value, bounded as the comment above says. */
+function checkWalk(value: unknown, code: ErrorCode, what: string): void {
+  walkVisits = 0;
+  let ok: boolean;
+  try {
+    try {
+      ok = wellFormed(value, 0);
+    } catch (error) {
+      if (!(error instanceof WalkError) || error.kind !== 'size') throw error;
+      ok = sizeWalk(value, 0, new Map()) >= 0;
+    }
+  } catch (error) {
+    if (!(error instanceof WalkError)) throw error;
+    if (error.kind === 'depth') {
+      throw new CappedError(`${what} nests containers deeper than ${MAX_WALK_DEPTH} levels (a cycle?); at most 32 are stored`, code);
+    }
+    throw new CappedError(`${what} would encode to more than 4 GiB (an object graph with shared references?)`, 'ER_TUPLE_TOO_LARGE');
+  }
+  if (!ok) throw new CappedError(`${what} has a string with a lone surrogate, which has no UTF-8 form`, code);
 }
 
 // msgpackr's pack is not re-entrant (its buffer and position are module state): a getter inside
@@ -125,9 +220,7 @@ function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = 
       const done = encodeFlat(value);
       if (done !== undefined) return done;
     }
-    if (!wellFormed(value, 0)) {
-      throw new CappedError(`${what} has a string with a lone surrogate, which has no UTF-8 form`, code);
-    }
+    checkWalk(value, code, what);
     return packr.pack(value, mode);
   } catch (error) {
     if (error instanceof CappedError) throw error;
