@@ -1,7 +1,7 @@
 // Space: construction, indexes (including building one on a non-empty space), and the data
 // operations insert/replace/get/delete/len/truncate/drop/memory.
 import { describe, expect, it } from 'vitest';
-import { Space } from '../src/index.js';
+import { Space, expirationd } from '../src/index.js';
 import { codeOf } from './support/errors.js';
 
 function users(): Space {
@@ -278,6 +278,50 @@ describe('data operations', () => {
     expect(codeOf(() => space.insert([2, 2]))).toBe('ER_SPACE_DROPPED');
     expect(codeOf(() => sec.select(1))).toBe('ER_SPACE_DROPPED');
     expect(codeOf(() => space.memory())).toBe('ER_SPACE_DROPPED');
+  });
+
+  it('JSON.stringify of a space, an index and a task: their definitions, no tuples, no user code run', () => {
+    let clockCalls = 0;
+    const space = new Space('json', { ttl: { field: 3, now: () => ++clockCalls } });
+    space.createIndex('pk', { type: 'HASH', parts: [[1, 'unsigned']] });
+    space.createIndex('exp', { unique: false, parts: [[3, 'number']] });
+    const task = expirationd.start('json', space, { itIndex: 'exp', now: () => ++clockCalls });
+    clockCalls = 0;
+    expect(JSON.parse(JSON.stringify({ space, task }))).toEqual({
+      space: {
+        name: 'json', dropped: false, ttl: { field: 3, unit: 's' },
+        indexes: [
+          { space: 'json', name: 'pk', type: 'HASH', unique: true, parts: [{ field: 1, type: 'unsigned' }] },
+          { space: 'json', name: 'exp', type: 'TREE', unique: false, parts: [{ field: 3, type: 'number' }] },
+        ],
+      },
+      task: { name: 'json', state: 'running', space: 'json' },
+    });
+    expect(clockCalls).toBe(0);
+    task.kill();
+    space.drop();
+    expect(JSON.parse(JSON.stringify([space, task]))).toMatchObject([{ name: 'json', dropped: true }, { state: 'killed' }]);
+  });
+
+  it('the index list and map cannot be changed from outside: a sort for display, a freeze, a fake index', () => {
+    const space = users();
+    space.createIndex('name', { unique: false, parts: [[2, 'string']] });
+    space.insert([2, 'a']);
+    space.insert([1, 'b']);
+    expect(() => (space.indexes as unknown as unknown[]).reverse()).toThrow(TypeError);
+    expect(() => {
+      (space.index as Record<string, unknown>).fake = {};
+    }).toThrow(TypeError);
+    expect(space.indexes.map((i) => i.name)).toEqual(['primary', 'name']);
+    expect(space.select()).toEqual([[1, 'b'], [2, 'a']]);
+    // Frozen by the user as well: createIndex still applies whole.
+    Object.freeze(space.index);
+    Object.freeze(space);
+    const byId = space.createIndex('again', { unique: false, parts: [[2, 'string']] });
+    expect(space.index.again).toBe(byId);
+    expect(space.indexes.map((i) => i.name)).toEqual(['primary', 'name', 'again']);
+    space.drop();
+    expect(space.dropped).toBe(true);
   });
 
   it('spaces are independent of each other', () => {

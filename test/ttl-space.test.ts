@@ -387,7 +387,7 @@ describe('expirationd on a TTL space', () => {
     const isExpired = (t: unknown[]): boolean => t[0] === 2;
     // isExpired decides alone: no TTL field, so no early break on the TTL tree.
     expect(codeOf(() => expirationd.start('ttl-pred-tree', space, { itIndex: 'exp', isExpired }))).toBe('ER_ILLEGAL_PARAMS');
-    expect(() => expirationd.start('ttl-pred-tree', space, { itIndex: 'exp', isExpired })).toThrow(/not the TTL field \(none given\)/);
+    expect(() => expirationd.start('ttl-pred-tree', space, { itIndex: 'exp', isExpired })).toThrow(/not the TTL field \(none given: with isExpired, field is not taken from the space\)/);
     const task = expirationd.start('ttl-pred', space, { isExpired });
     for (let i = 0; i < 20 && task.stats().fullScans < 1; i++) vi.advanceTimersToNextTimer();
     expect(space.len()).toBe(1);   // 2 went by the predicate although its TTL is live; 1 is stored, hidden

@@ -8,7 +8,7 @@
 // (the task then expires by another field than the one reads hide by).
 import type { Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
-import { Space, type Index } from '../space/space.js';
+import { isSpace, Space, type Index } from '../space/space.js';
 import { checkCount, checkFunction, checkOptions, checkPositiveNumber, functionKind } from '../validate.js';
 import type { Task } from './task.js';
 
@@ -101,7 +101,9 @@ function resolveIndex(space: Space, name: unknown, what: string): Index {
 }
 
 export function configure(space: Space, raw: unknown): Config {
-  if (!(space instanceof Space)) throw illegal('expirationd.start: space must be a Space');
+  // A brand check: a Proxy around a Space passes instanceof, then fails on its private fields.
+  // (instanceof too: a Space whose prototype was taken away has no methods to configure it with.)
+  if (!isSpace(space) || !(space instanceof Space)) throw illegal('expirationd.start: space must be a Space (not a Proxy or another object)');
   if (space.dropped) throw new CappedError(`expirationd.start: space '${space.name}' was dropped`, 'ER_SPACE_DROPPED');
   const o = checkOptions('expirationd.start', raw, OPTION_NAMES) as TaskOptions;
   // A getter among the options may have dropped it.
@@ -126,7 +128,8 @@ export function configure(space: Space, raw: unknown): Config {
   const walksTtlTree = it !== rm && it.type === 'TREE';
   if (walksTtlTree && it.parts[0].field !== field) {
     throw illegal(`expirationd.start: itIndex '${it.name}' is a TREE whose first part is field ${it.parts[0].field}, ` +
-      `not the TTL field ${fieldOption === undefined ? '(none given)' : field}; walk the TTL index or the rmIndex itself`);
+      `not the TTL field ${fieldOption !== undefined ? field : ttl !== undefined ? '(none given: with isExpired, field is not taken from the space)' : '(none given)'}; ` +
+      'walk the TTL index or the rmIndex itself');
   }
   if (walksTtlTree && (it.parts[0].type === 'string' || it.parts[0].type === 'boolean')) {
     throw illegal(`expirationd.start: the TTL field ${field} of index '${it.name}' must be numeric, not ${it.parts[0].type}`);

@@ -106,8 +106,15 @@ export type TaskState = 'running' | 'stopped' | 'killed';
 export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEvents<T>> {
   readonly name: string;
   readonly space: Space<T, any>;
-  /** The most recent error of a chunk or callback, whether or not anyone listened for it. */
-  lastError: unknown = undefined;
+  /**
+   * The most recent error of a chunk or callback, whether or not anyone listened for it. A getter
+   * over a private field: the task writes it from timers, where a frozen task (Object.freeze)
+   * would otherwise make that write throw and end the process.
+   */
+  get lastError(): unknown {
+    return this.#lastError;
+  }
+  #lastError: unknown = undefined;
   readonly #config: Config;
   readonly #strategy: Strategy;
   readonly #scheduler: Scheduler;
@@ -174,6 +181,14 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   /** Seconds to wait after a chunk that did not end a pass. */
   get chunkDelay(): number {
     return chunkDelay(this.#config);
+  }
+
+  /**
+   * What JSON.stringify(task) writes: its name, state and space's name. No stats(): that reads the
+   * task's clock, which is user code.
+   */
+  toJSON(): { name: string; state: TaskState; space: string } {
+    return { name: this.name, state: this.#state, space: this.space.name };
   }
 
   get isRunning(): boolean {
@@ -333,7 +348,23 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       this.#burst = 0;
       this.#burstCpu = 0;
     }
-    this.#tick();
+    try {
+      this.#tick();
+    } catch (error) {
+      // Runs from a timer, where a throw would end the process. Nothing the task does is meant
+      // to throw here; should something (its space dropped behind its back, say), the task
+      // reports it and backs off rather than taking the process down or stopping for good.
+      this.#inChunk = false;
+      this.#report(error);
+      if (this.space.dropped) {
+        this.kill();
+        return;
+      }
+      if (this.#state === 'running' && !this.#scheduler.pending) {
+        this.#failures++;
+        this.#backOff(false);
+      }
+    }
   };
 
   /** After an insert through the space: an earlier TTL than the due wake-up brings it forward. */
@@ -720,7 +751,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   }
 
   #report(error: unknown): void {
-    this.lastError = error;
+    this.#lastError = error;
     if (this.listenerCount('error') === 0) return;
     try {
       this.emit('error', error);

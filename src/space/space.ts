@@ -58,6 +58,14 @@ const insertHooks = new WeakMap<AnySpace, Set<InsertWatcher>>();
  * @internal The native handle of a space, for the daemon and for tests that reach past the
  * public API. Not exported from the package's entry.
  */
+/**
+ * @internal Whether `value` is a Space itself: a brand check on its private handle, which a Proxy
+ * around a Space (or an object that inherits from one) fails, where instanceof passes.
+ */
+export function isSpace(value: unknown): value is AnySpace {
+  return handleOfSpace(value as AnySpace) !== undefined;
+}
+
 export function handleOf(space: AnySpace): NativeSpace {
   const h = handleOfSpace(space);
   if (h === undefined) throw illegal('not a Space');
@@ -101,13 +109,23 @@ export function onDrop(space: AnySpace, fn: () => void): () => void {
  */
 export class Space<T extends unknown[] = unknown[], K = Key> {
   readonly name: string;
-  /** Indexes by name, and by number (0 is the primary); keys untyped (createIndex() returns them typed). */
-  readonly index: Record<string, Index<T>> = Object.create(null);
+  /**
+   * Indexes by name, and by number (0 is the primary); keys untyped (createIndex() returns them
+   * typed). Frozen, and replaced by a new frozen map when an index is added: user code can
+   * neither add a fake index to it nor freeze it under createIndex(), which would half-apply it.
+   */
+  get index(): Readonly<Record<string, Index<T>>> {
+    return this.#index;
+  }
+  #index: Readonly<Record<string, Index<T>>> = Object.freeze(Object.create(null) as Record<string, Index<T>>);
   readonly #h: NativeSpace;
   /** The outermost atomic() frame open when the space was created (outermostFrame), or -1. */
   readonly #bornIn: number;
   #watch: InsertWatcher | undefined = undefined;
-  private readonly list: Index<T>[] = [];
+  // Private fields, not properties: a frozen space (Object.freeze(space)) must still drop, and
+  // user code must not reorder the indexes (space.indexes is a frozen copy).
+  readonly #list: Index<T>[] = [];
+  #listView: readonly Index<T>[] = Object.freeze([]);
 
   static {
     handleOfSpace = (space) => (space !== null && typeof space === 'object' && #h in space ? space.#h : undefined);
@@ -115,7 +133,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
       space.#watch = watcher;
     };
   }
-  private isDropped = false;
+  #dropped = false;
   #ttl: TtlDeclaration | undefined;
   #now: (() => number) | undefined;
   #caps: Caps | undefined;
@@ -185,13 +203,22 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     if (failed.length > 0) throw applied('write', `${failed.length} of the tuples it evicted`, failed[0].error);
   }
 
-  get dropped(): boolean {
-    return this.isDropped;
+  /**
+   * What JSON.stringify(space) writes: its name, whether it was dropped, its TTL declaration and
+   * its indexes' definitions (no tuples; without it the index -> space links made a cycle).
+   */
+  toJSON(): { name: string; dropped: boolean; ttl?: { field: number; unit: string }; indexes: ReturnType<Index<T>['toJSON']>[] } {
+    const ttl = this.#ttl === undefined ? undefined : { field: this.#ttl.field, unit: this.#ttl.unit };
+    return { name: this.name, dropped: this.#dropped, ...(ttl === undefined ? {} : { ttl }), indexes: this.#list.map((i) => i.toJSON()) };
   }
 
-  /** All indexes, primary first. */
+  get dropped(): boolean {
+    return this.#dropped;
+  }
+
+  /** All indexes, primary first (a frozen copy: sorting it for display changes nothing). */
   get indexes(): readonly Index<T>[] {
-    return this.list;
+    return this.#listView;
   }
 
   /**
@@ -231,16 +258,16 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
       if (t !== undefined) this.#watch?.(t);
       if (this.#evictions !== undefined) this.#reportEvicted();
     });
-    this.list.push(index);
-    this.index[name] = index;
-    this.index[id] = index;
+    this.#list.push(index);
+    this.#listView = Object.freeze([...this.#list]);
+    this.#index = Object.freeze(Object.assign(Object.create(null) as Record<string, Index<T>>, this.#index, { [name]: index, [id]: index }));
     return index;
   }
 
   private get primary(): Index<T, K> {
-    const pk = this.list[0];
+    const pk = this.#list[0];
     if (pk === undefined) {
-      if (this.isDropped) throw new CappedError(`Space '${this.name}' was dropped`, 'ER_SPACE_DROPPED');
+      if (this.#dropped) throw new CappedError(`Space '${this.name}' was dropped`, 'ER_SPACE_DROPPED');
       throw new CappedError(`Space '${this.name}' has no primary index yet: create one first`, 'ER_NO_PRIMARY_INDEX');
     }
     return pk as Index<T, K>;
@@ -373,9 +400,9 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
    * call, a second drop() throws ER_SPACE_DROPPED (as Tarantool's space:drop() does).
    */
   drop(): void {
-    if (this.isDropped) throw new CappedError(`Space '${this.name}' was dropped`, 'ER_SPACE_DROPPED');
+    if (this.#dropped) throw new CappedError(`Space '${this.name}' was dropped`, 'ER_SPACE_DROPPED');
     this.#h.drop();
-    this.isDropped = true;
+    this.#dropped = true;
     const hooks = dropHooks.get(this);
     if (hooks) for (const hook of [...hooks]) hook();
   }
