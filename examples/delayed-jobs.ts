@@ -70,7 +70,14 @@ async function worker(stop: () => boolean): Promise<void> {
     queue.update(id, [['=', 4, 'running']]); // claim it: synchronous, so no other worker takes it
     assert.ok(Date.now() >= runAt, `job ${id} ran ${runAt - Date.now()} ms early`);
     runs.set(id, (runs.get(id) ?? 0) + 1);
-    await sleep(1 + (id % 4)); // the work
+    try {
+      await sleep(1 + (id % 4)); // the work
+    } catch {
+      // Failed: back in the queue for the next worker (at-least-once). Without this a job whose
+      // work throws would stay 'running' for good, taken by no one.
+      queue.update(id, [['=', 4, 'ready']]);
+      continue;
+    }
     queue.delete(id); // acknowledge
     acked++;
   }

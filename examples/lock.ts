@@ -17,8 +17,14 @@ locks.createIndex('expiresAt', { unique: false, parts: [[3, 'number']] });
 
 let owners = 0;
 
+/** A lease must end after now: one that already ended is stored expired, and reads hide it. */
+function checkTimeout(timeoutMs: number): void {
+  if (!(timeoutMs > 0 && Number.isFinite(timeoutMs))) throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
+}
+
 /** The owner token of the lock, or undefined while someone else holds it. */
 function acquire(name: string, timeoutMs: number): string | undefined {
+  checkTimeout(timeoutMs);  // a lease of 0 would hand the same lock to every caller
   const owner = `owner-${++owners}`;
   try {
     locks.insert([name, owner, clock + timeoutMs]);
@@ -40,6 +46,7 @@ function release(name: string, owner: string): boolean {
 
 /** Extends the holder's timeout; false when the lock is no longer its own. */
 function extend(name: string, owner: string, timeoutMs: number): boolean {
+  checkTimeout(timeoutMs);
   return locks.transaction(() => {
     if (locks.get(name)?.[1] !== owner) return false;
     locks.update(name, [['=', 3, clock + timeoutMs]]);
@@ -47,6 +54,7 @@ function extend(name: string, owner: string, timeoutMs: number): boolean {
   });
 }
 
+assert.throws(() => acquire('market', 0), RangeError, 'a lease that ends now would be no lock at all');
 const a = acquire('market', 100);
 assert.ok(a);
 assert.equal(acquire('market', 100), undefined, 'held: a second client waits');

@@ -19,7 +19,8 @@ hits.createIndex('until', { unique: false, parts: [[3, 'unsigned']] });
 function allow(client: string): boolean {
   const window = Math.floor(clock / WINDOW_MS);
   const elapsed = (clock % WINDOW_MS) / WINDOW_MS;
-  const previous = counters.get([client, window - 1])?.[3] ?? 0;
+  // window 0 has no previous one (a clock from 0, such as performance.now(); -1 is no 'unsigned').
+  const previous = window > 0 ? counters.get([client, window - 1])?.[3] ?? 0 : 0;
   const current = counters.get([client, window])?.[3] ?? 0;
   if (previous * (1 - elapsed) + current + 1 > LIMIT) return false;  // refused requests do not count
   if (counters.update([client, window], [['+', 4, 1]]) === undefined) {

@@ -15,7 +15,13 @@ const holders = new Space<Holder, [string, string]>('holders', { ttl: { field: 3
 holders.createIndex('primary', { parts: [[1, 'string'], [2, 'string']] });
 holders.createIndex('expiresAt', { unique: false, parts: [[3, 'number']] });
 
+/** A slot must end after now: one that already ended is stored expired, and count() skips it. */
+function checkTimeout(timeout: number): void {
+  if (!(timeout > 0 && Number.isFinite(timeout))) throw new RangeError(`timeout must be a positive number, got ${timeout}`);
+}
+
 function acquire(semaphore: string, owner: string, limit: number, timeout: number): boolean {
+  checkTimeout(timeout);  // a slot of 0 would admit every caller past the limit
   return holders.transaction(() => {
     if (holders.count(semaphore) >= limit) return false;  // live holders only
     holders.replace([semaphore, owner, clock + timeout]);
@@ -24,6 +30,7 @@ function acquire(semaphore: string, owner: string, limit: number, timeout: numbe
 }
 
 function refresh(semaphore: string, owner: string, timeout: number): boolean {
+  checkTimeout(timeout);
   return holders.transaction(() => {
     if (holders.get([semaphore, owner]) === undefined) return false;  // timed out: lost the slot
     holders.update([semaphore, owner], [['=', 3, clock + timeout]]);
