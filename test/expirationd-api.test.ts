@@ -133,6 +133,8 @@ describe('the positional form', () => {
   test('an options object followed by more arguments is refused: neither form', () => {
     const space = makeSpace();
     expectCode(() => (expirationd.start as (...a: unknown[]) => unknown)('p', space, { field: 3 }, 'exp'), 'ER_ILLEGAL_PARAMS');
+    // The message says what is wrong (not "rmIndex must be an index name").
+    expect(() => (expirationd.start as (...a: unknown[]) => unknown)('p', space, { field: 3 }, 'exp')).toThrow(/options object must be the last argument/);
     expect(expirationd.tasks()).toEqual([]);
   });
 

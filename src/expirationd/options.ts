@@ -8,7 +8,7 @@
 // (the task then expires by another field than the one reads hide by).
 import type { Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
-import { isSpace, Space, type Index } from '../space/space.js';
+import { handleOf, isSpace, Space, type Index } from '../space/space.js';
 import { checkCount, checkFunction, checkOptions, checkPositiveNumber, functionKind } from '../validate.js';
 import type { Task } from './task.js';
 
@@ -58,6 +58,12 @@ export type PassCallback = 'onFullScanStart' | 'onFullScanSuccess' | 'onFullScan
 export interface Config {
   rm: Index;
   it: Index;
+  /**
+   * itIndex's and rmIndex's tuple counts, read from the native handle: the task reads them from
+   * timers, and a user's spy or mock on the Index's len() must not be able to throw there.
+   */
+  itLen: () => number;
+  rmLen: () => number;
   /** 0-based TTL field (0 when only isExpired is given). */
   fieldno: number;
   scanSize: number;
@@ -82,6 +88,9 @@ export interface Config {
 /** The options object of either form of start(name, space, ...rest). */
 export function optionsOf(rest: unknown[]): unknown {
   if (typeof rest[0] !== 'string' && rest.length <= 1) return rest[0];
+  if (rest[0] !== null && typeof rest[0] === 'object' && rest.slice(1).some((v) => v !== undefined)) {
+    throw illegal(`expirationd.start: the options object must be the last argument; ${rest.length - 1} more came after it`);
+  }
   const [rmIndex, itIndex, field, scanSize, scanTime] = rest as PositionalArgs;
   // Anything past scanTime (an options object appended to this form, say) would be dropped unread.
   if (rest.slice(5).some((v) => v !== undefined)) {
@@ -158,9 +167,12 @@ export function configure(space: Space, raw: unknown): Config {
   if (maxCpuShare > 1) throw illegal(`expirationd.start: maxCpuShare must be in (0, 1], got ${maxCpuShare}`);
   const scanSize = checkCount('expirationd.start', 'scanSize', o.scanSize, 1024);
   if (scanSize < 1 || scanSize > 1_000_000) throw illegal(`expirationd.start: scanSize must be in [1, 1000000], got ${scanSize}`);
+  const h = handleOf(space);
   return {
     rm,
     it,
+    itLen: () => h.len(it.id),
+    rmLen: () => h.len(rm.id),
     fieldno: Math.max(field - 1, 0),
     scanSize,
     scanTime: checkPositiveNumber('expirationd.start', 'scanTime', o.scanTime, 3600),

@@ -77,7 +77,7 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 export const chunkObserver: { onChunk: ((ms: number) => void) | undefined } = { onChunk: undefined };
 
 /** Seconds to wait after a chunk that did not end a pass (the formula). */
-export function chunkDelay(config: Config, len = config.it.len()): number {
+export function chunkDelay(config: Config, len = config.itLen()): number {
   const { scanSize, scanTime, iterationDelay } = config;
   return Math.min(scanSize * scanTime / (len + 1), iterationDelay);
 }
@@ -91,7 +91,7 @@ export function chunkDelay(config: Config, len = config.it.len()): number {
  * that deletes as it goes shrinks its bursts and overruns the 100 wake-ups (1M tuples, 10%
  * expired: 101 instead of 98).
  */
-export function burstSize(config: Config, passLen = 0, len = config.it.len()): number {
+export function burstSize(config: Config, passLen = 0, len = config.itLen()): number {
   const chunksPerPass = Math.ceil((Math.max(len, passLen) + 1) / config.scanSize);
   const byPass = Math.ceil(chunksPerPass / MAX_WAKEUPS_PER_PASS);
   const delay = chunkDelay(config, len);
@@ -192,8 +192,12 @@ export class Scheduler {
     if (this.isImmediate) {
       this.timer = setImmediate(wake);
     } else {
-      this.dueAt = wakeClock.now() + Math.max(ms, 1);
-      this.arm(ms);
+      // Between passes, whole milliseconds up: a timer truncates a fraction, and a due-time
+      // wake-up (unit 's' with fractional TTLs) then came before the TTL, found nothing expired
+      // and woke again 1 ms later.
+      const wait = betweenPasses ? Math.ceil(ms) : ms;
+      this.dueAt = wakeClock.now() + Math.max(wait, 1);
+      this.arm(wait);
     }
   }
 

@@ -362,7 +362,12 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       }
       if (this.#state === 'running' && !this.#scheduler.pending) {
         this.#failures++;
-        this.#backOff(false);
+        try {
+          this.#backOff(false);
+        } catch {
+          // The back-off itself failed (it reads the index's length): wait the longest back-off.
+          this.#schedule(MAX_BACKOFF, false, 'wait');
+        }
       }
     }
   };
@@ -406,7 +411,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     this.#inChunk = true;
     if (!this.#passStarted) {
       this.#passStarted = true;
-      this.#passLen = this.#config.it.len();
+      this.#passLen = this.#config.itLen();
       this.#passStartNow = undefined;
       this.#passFailed = false;
       this.#passError = undefined;
@@ -496,7 +501,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       else this.#schedule(this.chunkDelay, false, 'wait');
       return;
     }
-    const len = config.it.len();
+    const len = config.itLen();
     if (this.#burst < burstSize(config, this.#passLen, len) && this.#burstCpu < BURST_MS) this.#schedule(0, false, 'continue');
     else this.#schedule(this.#burst * chunkDelay(config, len), false, 'wait');
   }
@@ -600,7 +605,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
         const ttl = this.#minTtl();
         return ttl !== undefined && ttl <= t ? t - ttl : 0;
       }
-      if (this.#config.rm.len() === 0) return 0;
+      if (this.#config.rmLen() === 0) return 0;
     } catch {
       return this.#counters.lag;
     }
