@@ -35,17 +35,21 @@ export function scratchBuffer(): Buffer {
 //
 // The same walk bounds what msgpackr is handed. An object graph that is not a tree (a cycle: a
 // parent pointer, a Space inside a tuple; or shared references) made this walk, and then msgpackr,
-// visit every path through it: `o.a = o; o.b = o` hung the process at 100% CPU. So:
+// visit every path through it: `o.a = o; o.b = o` hung the process at 100% CPU, and 29 levels of
+// `{ a: o, b: o }` took msgpackr 74 s and 6 GB. So, with `limit` the most bytes the value may
+// encode to (a tuple: its space's maxTupleSize; a batch: that times its length):
 // - containers deeper than MAX_WALK_DEPTH are refused (ER_TUPLE_FORMAT): the addon refuses more
 //   than 32 levels anyway, so nothing it would store is refused here, and a cycle ends within
 //   that many steps;
-// - after WALK_BUDGET values the walk goes on memoized per object (linear in the objects, not in
-//   the paths) and computes a lower bound of the encoded size, one byte per value: past what any
-//   space stores (maxTupleSize < 2^32) the value is refused (ER_TUPLE_TOO_LARGE) before msgpackr
-//   expands it.
+// - every container the walk meets, once per path to it, is at least one byte of the encoding:
+//   past `limit` of them the value is refused (ER_TUPLE_TOO_LARGE) without msgpackr;
+// - past WALK_BUDGET of them (a limit above it), the walk starts again memoized (each container
+//   that holds containers walked once, whatever the paths to it) and adds up a lower bound of the
+//   encoded size, refusing the value once that passes `limit`.
 const MAX_WALK_DEPTH = 40;
 const WALK_BUDGET = 1 << 22;
-const MAX_ENCODED = 2 ** 32;
+/** No value may encode to more (maxTupleSize < 2^32; a batch or a key has no smaller bound). */
+export const MAX_ENCODED = 2 ** 32;
 
 class WalkError extends Error {
   constructor(readonly kind: 'depth' | 'size') {
@@ -54,12 +58,13 @@ class WalkError extends Error {
 }
 
 let walkVisits = 0;
+let walkBudget = WALK_BUDGET;
 
 function wellFormed(value: unknown, depth: number): boolean {
   if (typeof value === 'string') return (value as unknown as { isWellFormed(): boolean }).isWellFormed();
   if (value === null || typeof value !== 'object') return true;
   if (depth > MAX_WALK_DEPTH) throw new WalkError('depth');
-  if (++walkVisits > WALK_BUDGET) throw new WalkError('size');
+  if (++walkVisits > walkBudget) throw new WalkError('size');
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) if (!wellFormed(value[i], depth + 1)) return false;
     return true;
@@ -76,11 +81,15 @@ function wellFormed(value: unknown, depth: number): boolean {
 }
 
 /**
- * The memoized walk, once the plain one ran out of budget: whether every string is well formed,
- * and at least how many bytes the value encodes to (each object counted once per reference, but
- * walked once). Throws WalkError as wellFormed does.
+ * The memoized walk, once the plain one ran out of budget: whether every string is well formed
+ * (-1 when not), and a lower bound of how many bytes the value encodes to: a byte per value, a
+ * string's UTF-16 length (its UTF-8 form is no shorter), a typed array's bytes; an object's own
+ * enumerable keys only, a function-valued property not at all, a Set's values once (what msgpackr
+ * writes, or less). A container that holds containers is memoized, so shared ones are walked once;
+ * one that holds only scalars is not (nothing to share below it, and a tuple of millions of small
+ * arrays would otherwise fill the Map). Throws WalkError past MAX_WALK_DEPTH or past `limit`.
  */
-function sizeWalk(value: unknown, depth: number, memo: Map<object, number>): number {
+function sizeWalk(value: unknown, depth: number, memo: Map<object, number>, limit: number): number {
   if (typeof value === 'string') {
     if (!(value as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
     return 1 + value.length;
@@ -90,53 +99,69 @@ function sizeWalk(value: unknown, depth: number, memo: Map<object, number>): num
   if (known !== undefined) return known;
   if (depth > MAX_WALK_DEPTH) throw new WalkError('depth');
   let size = 1;
+  let nested = false;
   if (ArrayBuffer.isView(value)) {
     size += value.byteLength;
-  } else if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const n = sizeWalk(value[i], depth + 1, memo);
+  } else if (value instanceof Date) {
+    // a timestamp
+  } else {
+    // Array elements, Set values, Map keys and values, or an object's own enumerable keys and
+    // values: one list of children, walked by the one loop below.
+    let children: unknown[];
+    if (Array.isArray(value)) {
+      children = value;
+    } else if (value instanceof Set) {
+      children = [...value.values()];
+    } else if (value instanceof Map) {
+      children = [];
+      for (const [k, v] of value.entries()) children.push(k, v);
+    } else {
+      children = [];
+      // The lone-surrogate check covers every key for..in sees (the plain walk's); the size
+      // counts the own ones msgpackr writes.
+      for (const key in value as Record<string, unknown>) {
+        const v = (value as Record<string, unknown>)[key];
+        if (!Object.hasOwn(value, key) || typeof v === 'function') {
+          if (!(key as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
+          if (typeof v === 'string' && !(v as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
+          continue;
+        }
+        children.push(key, v);
+      }
+    }
+    for (let i = 0; i < children.length; i++) {
+      const v = children[i];
+      if (v !== null && typeof v === 'object') nested = true;
+      const n = sizeWalk(v, depth + 1, memo, limit);
       if (n < 0) return -1;
       size += n;
-      if (size > MAX_ENCODED) throw new WalkError('size');
-    }
-  } else if (value instanceof Map || value instanceof Set) {
-    for (const [key, v] of value.entries()) {
-      const k = sizeWalk(key, depth + 1, memo);
-      const n = sizeWalk(v, depth + 1, memo);
-      if (k < 0 || n < 0) return -1;
-      size += k + n;
-      if (size > MAX_ENCODED) throw new WalkError('size');
-    }
-  } else if (!(value instanceof Date)) {
-    for (const key in value as Record<string, unknown>) {
-      const k = sizeWalk(key, depth + 1, memo);
-      const n = sizeWalk((value as Record<string, unknown>)[key], depth + 1, memo);
-      if (k < 0 || n < 0) return -1;
-      size += k + n;
-      if (size > MAX_ENCODED) throw new WalkError('size');
+      if (size > limit) throw new WalkError('size');
     }
   }
-  memo.set(value, size);
+  if (nested) memo.set(value, size);
   return size;
 }
 
 /** wellFormed over a whole value, bounded as the comment above says. */
-function checkWalk(value: unknown, code: ErrorCode, what: string): void {
+function checkWalk(value: unknown, code: ErrorCode, what: string, limit: number): void {
   walkVisits = 0;
+  walkBudget = Math.min(WALK_BUDGET, limit);
   let ok: boolean;
   try {
     try {
       ok = wellFormed(value, 0);
     } catch (error) {
       if (!(error instanceof WalkError) || error.kind !== 'size') throw error;
-      ok = sizeWalk(value, 0, new Map()) >= 0;
+      if (walkVisits > limit) throw error;  // that many containers: at least that many bytes
+      ok = sizeWalk(value, 0, new Map(), limit) >= 0;
     }
   } catch (error) {
     if (!(error instanceof WalkError)) throw error;
     if (error.kind === 'depth') {
       throw new CappedError(`${what} nests containers deeper than ${MAX_WALK_DEPTH} levels (a cycle?); at most 32 are stored`, code);
     }
-    throw new CappedError(`${what} would encode to more than 4 GiB (an object graph with shared references?)`, 'ER_TUPLE_TOO_LARGE');
+    throw new CappedError(`${what} would encode to more than ${limit} bytes, the most it may take here ` +
+      '(an object graph with shared references, expanded on every path?)', 'ER_TUPLE_TOO_LARGE');
   }
   if (!ok) throw new CappedError(`${what} has a string with a lone surrogate, which has no UTF-8 form`, code);
 }
@@ -209,7 +234,7 @@ function encodeFlat(value: unknown): PackedRange | undefined {
 
 // msgpackr throws plain errors for what MessagePack cannot hold (a BigInt beyond 64 bits, a
 // Symbol, a cyclic array); they become CappedErrors with a code.
-function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = false): Buffer {
+function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = false, limit = MAX_ENCODED): Buffer {
   if (packing) {
     throw new CappedError(`${what} cannot be encoded while another tuple or key is being encoded ` +
       '(a getter inside a tuple or key called the space)', 'ER_ILLEGAL_PARAMS');
@@ -220,7 +245,7 @@ function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = 
       const done = encodeFlat(value);
       if (done !== undefined) return done;
     }
-    checkWalk(value, code, what);
+    checkWalk(value, code, what, limit);
     return packr.pack(value, mode);
   } catch (error) {
     if (error instanceof CappedError) throw error;
@@ -230,8 +255,17 @@ function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = 
   }
 }
 
-export function pack(value: unknown): Buffer {
-  return encode(value, 'ER_TUPLE_FORMAT', 'the tuple');
+/**
+ * The most bytes `n` values of at most `max` bytes each (a batch of tuples, update operations
+ * whose arguments end up in a tuple) may encode to, with room for their headers.
+ */
+export function limitOf(max: number, n = 1): number {
+  return Math.min(MAX_ENCODED, (max + 16) * Math.max(1, n) + 16);
+}
+
+/** `limit`: the most bytes the value may encode to (see checkWalk). */
+export function pack(value: unknown, limit = MAX_ENCODED): Buffer {
+  return encode(value, 'ER_TUPLE_FORMAT', 'the tuple', 0, false, limit);
 }
 
 /** A packed tuple in msgpackr's own buffer: bytes [start, end), valid until the next pack. */
@@ -239,8 +273,8 @@ export type PackedRange = Buffer & { start: number; end: number };
 
 // For one tuple on its way straight into the addon, which copies it: msgpackr then returns its
 // working buffer with start/end instead of allocating a subarray (about 40 ns a call).
-export function packRange(value: unknown): PackedRange {
-  return encode(value, 'ER_TUPLE_FORMAT', 'the tuple', REUSE_BUFFER_MODE, true) as PackedRange;
+export function packRange(value: unknown, limit = MAX_ENCODED): PackedRange {
+  return encode(value, 'ER_TUPLE_FORMAT', 'the tuple', REUSE_BUFFER_MODE, true, limit) as PackedRange;
 }
 
 // Numbers and booleans cross as they are (the addon encodes them, exactly); strings and arrays
@@ -503,6 +537,6 @@ function skipValue(b: Buffer, p: number): number {
 }
 
 /** Update operations on their way into the addon, which copies them: as packRange. */
-export function packOps(ops: unknown): PackedRange {
-  return encode(ops, 'ER_UPDATE_OP', 'the update operations', REUSE_BUFFER_MODE) as PackedRange;
+export function packOps(ops: unknown, limit = MAX_ENCODED): PackedRange {
+  return encode(ops, 'ER_UPDATE_OP', 'the update operations', REUSE_BUFFER_MODE, false, limit) as PackedRange;
 }

@@ -1,11 +1,11 @@
 // Index: reads through one index of a space. The native handle it holds is the space's, passed
 // in by Space.createIndex and never exposed.
 import { Iter, type NativeResult, type NativeSpace } from '../native/loader.js';
-import { decodeApplied, decodeMany, decodeOne, packKey, packOps, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import { decodeApplied, decodeMany, decodeOne, limitOf, packKey, packOps, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { checkCount, checkOptions } from '../validate.js';
 import { checkKey, iteratorOf, type IndexType, type IteratorType, type Part } from './args.js';
 import { TupleIterator } from './iterator.js';
-import type { Space } from './space.js';
+import { maxTupleSizeOf, type Space } from './space.js';
 import { checkOps, opsBufferOf, packOpsFast, type UpdateOp } from './update.js';
 import { atomicActive, enlist } from './atomic.js';
 import { readClock, type TtlClock } from './ttl.js';
@@ -128,7 +128,7 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
     if (end >= 0) {
       result = this.#h.update(this.id, k, opsBufferOf(), 0, end, scratchBuffer());
     } else {
-      const o = packOps(ops);
+      const o = packOps(ops, limitOf(maxTupleSizeOf(this.space), ops.length));
       result = this.#h.update(this.id, k, o, o.start, o.end, scratchBuffer());
     }
     return this.#updated(result);

@@ -8,7 +8,7 @@
 // brings its next wake-up forward for a tuple that expires sooner). With no watcher, an insert
 // pays one check of a private field.
 import { createSpaceHandle, type NativeSpace } from '../native/loader.js';
-import { applied, decodeApplied, decodeEach, pack, packKey, packOps, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import { applied, decodeApplied, decodeEach, limitOf, pack, packKey, packOps, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
 import { checkCount, checkName, checkOptions, checkTuple, isArray } from '../validate.js';
 import { checkKey, type IndexType, type IteratorType } from './args.js';
@@ -49,6 +49,8 @@ export interface MemoryUsage {
 type AnySpace = Space<any, any>;
 
 let handleOfSpace: (space: AnySpace) => NativeSpace | undefined;
+/** @internal A space's maxTupleSize (bounds what its writes may encode to, codec.ts). */
+export let maxTupleSizeOf: (space: AnySpace) => number;
 const dropHooks = new WeakMap<AnySpace, Set<() => void>>();
 type InsertWatcher = (tuple: Tuple) => void;
 let setWatcher: (space: AnySpace, watcher: InsertWatcher | undefined) => void;
@@ -129,11 +131,13 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
 
   static {
     handleOfSpace = (space) => (space !== null && typeof space === 'object' && #h in space ? space.#h : undefined);
+    maxTupleSizeOf = (space) => space.#maxTupleSize;
     setWatcher = (space, watcher) => {
       space.#watch = watcher;
     };
   }
   #dropped = false;
+  readonly #maxTupleSize: number;
   #ttl: TtlDeclaration | undefined;
   #now: (() => number) | undefined;
   #caps: Caps | undefined;
@@ -149,6 +153,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const caps = checkCaps('new Space()', { maxTuples: o.maxTuples, maxBytes: o.maxBytes, onFull: o.onFull, onEvict: o.onEvict },
       ttl !== undefined);
     this.#bornIn = atomicActive ? outermostFrame : -1;
+    this.#maxTupleSize = max;
     this.#h = createSpaceHandle(name, max, ttl === undefined ? undefined : ttl.field - 1,
       caps === undefined ? undefined : nativeCaps(caps), wallClockOf(ttl));
     this.#caps = caps;
@@ -275,7 +280,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
 
   insert(tuple: T): T {
     if (this.#now !== undefined) return this.#insertTtl(tuple);
-    const b = packRange(checkTuple('insert', tuple));
+    const b = packRange(checkTuple('insert', tuple), this.#maxTupleSize);
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, false, b.start, b.end);
     if (this.#watch !== undefined) this.#watch(tuple);
@@ -287,7 +292,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   // block it (it is replaced, in the same native statement). now() runs before packing.
   #insertTtl(tuple: T): T {
     const now = (this.#now as () => number)();
-    const b = packRange(checkTuple('insert', tuple));
+    const b = packRange(checkTuple('insert', tuple), this.#maxTupleSize);
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, false, b.start, b.end, now);
     if (this.#watch !== undefined) this.#watch(tuple);
@@ -296,7 +301,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   }
 
   replace(tuple: T): T {
-    const b = packRange(checkTuple('replace', tuple));
+    const b = packRange(checkTuple('replace', tuple), this.#maxTupleSize);
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, true, b.start, b.end);
     if (this.#watch !== undefined) this.#watch(tuple);
@@ -310,7 +315,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     tuples.forEach((t, i) => checkTuple(`insertMany: tuple #${i}`, t));
     if (atomicActive) enlist(this, this.#h);
     const now = this.#now?.();
-    const count = this.#h.insertMany(pack(tuples), now);
+    const count = this.#h.insertMany(pack(tuples, limitOf(this.#maxTupleSize, tuples.length)), now);
     if (this.#watch !== undefined) for (const tuple of tuples) this.#watch(tuple);
     if (this.#evictions !== undefined) this.#reportEvicted();
     return count;
@@ -334,10 +339,10 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
    * primary key is dropped). Returns nothing, as in Tarantool.
    */
   upsert(tuple: T, ops: UpdateOp[]): void {
-    const t = pack(checkTuple('upsert', tuple));
+    const t = pack(checkTuple('upsert', tuple), this.#maxTupleSize);
     const end = packOpsFast(checkOps('upsert', ops));
     if (atomicActive) enlist(this, this.#h);
-    const o = end >= 0 ? opsBufferOf() : packOps(ops);
+    const o = end >= 0 ? opsBufferOf() : packOps(ops, limitOf(this.#maxTupleSize, ops.length));
     const [start, stop] = end >= 0 ? [0, end] : [(o as ReturnType<typeof packOps>).start, (o as ReturnType<typeof packOps>).end];
     const want = this.#watch !== undefined;
     const result = this.#h.upsert(t, o, start, stop, want, scratchBuffer());
