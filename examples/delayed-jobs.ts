@@ -7,9 +7,10 @@
 //
 //   npx tsx examples/delayed-jobs.ts
 import assert from 'node:assert/strict';
-import { Space, expirationd, type Task } from '../src/index.js';
+import { Space, atomic, expirationd, type Task } from '../src/index.js';
 
 type Job = [id: number, payload: string, runAt: number];
+const RETRY_MS = 100;  // a job whose work failed runs again this much later
 
 const delayed = new Space('delayed');
 delayed.createIndex('primary', { type: 'HASH', parts: [[1, 'unsigned']] });
@@ -73,9 +74,14 @@ async function worker(stop: () => boolean): Promise<void> {
     try {
       await sleep(1 + (id % 4)); // the work
     } catch {
-      // Failed: back in the queue for the next worker (at-least-once). Without this a job whose
-      // work throws would stay 'running' for good, taken by no one.
-      queue.update(id, [['=', 4, 'ready']]);
+      // Failed: back to `delayed`, to run again in RETRY_MS (at-least-once), in one transaction.
+      // Without this a job whose work throws would stay 'running' for good, taken by no one; put
+      // straight back as 'ready', a job that always fails would be retried in a hot loop.
+      const [, payload] = job as Job;
+      atomic(() => {
+        queue.delete(id);
+        delayed.insert([id, payload, Date.now() + RETRY_MS]);
+      });
       continue;
     }
     queue.delete(id); // acknowledge

@@ -17,9 +17,12 @@ locks.createIndex('expiresAt', { unique: false, parts: [[3, 'number']] });
 
 let owners = 0;
 
-/** A lease must end after now: one that already ended is stored expired, and reads hide it. */
+/**
+ * A lease must end after now: one that already ended is stored expired, and reads hide it. Checked
+ * on the sum, not on timeoutMs alone: at a wall clock of ~1.7e12 ms, clock + 1e-4 === clock.
+ */
 function checkTimeout(timeoutMs: number): void {
-  if (!(timeoutMs > 0 && Number.isFinite(timeoutMs))) throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
+  if (!(Number.isFinite(timeoutMs) && clock + timeoutMs > clock)) throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
 }
 
 /** The owner token of the lock, or undefined while someone else holds it. */

@@ -15,9 +15,9 @@ const holders = new Space<Holder, [string, string]>('holders', { ttl: { field: 3
 holders.createIndex('primary', { parts: [[1, 'string'], [2, 'string']] });
 holders.createIndex('expiresAt', { unique: false, parts: [[3, 'number']] });
 
-/** A slot must end after now: one that already ended is stored expired, and count() skips it. */
+/** A slot must end after now (the sum, as in lock.ts): one that already ended is stored expired, and count() skips it. */
 function checkTimeout(timeout: number): void {
-  if (!(timeout > 0 && Number.isFinite(timeout))) throw new RangeError(`timeout must be a positive number, got ${timeout}`);
+  if (!(Number.isFinite(timeout) && clock + timeout > clock)) throw new RangeError(`timeout must be a positive number, got ${timeout}`);
 }
 
 function acquire(semaphore: string, owner: string, limit: number, timeout: number): boolean {
