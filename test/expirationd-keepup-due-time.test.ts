@@ -80,6 +80,26 @@ describe('due-time wake-ups', () => {
     }
   });
 
+  test('a clock that kills its task while an insertMany brings the wake-up forward: the batch goes in, nothing throws', () => {
+    const space = makeSpace();
+    space.insert([1, BASE + 3_600_000]);
+    let killNow = false;
+    const task = start(space, {
+      now: () => {
+        if (killNow) task.kill();
+        return Date.now();
+      },
+    });
+    vi.advanceTimersByTime(0);  // the first pass ends at tuple 1: the next is due in 1 s (the formula)
+    killNow = true;
+    // Each tuple's TTL is earlier than the due wake-up: the task's insert hook reads the clock,
+    // which kills the task and so unregisters the hook halfway through the batch.
+    expect(space.insertMany([[2, BASE + 100], [3, BASE + 200], [4, BASE + 300]])).toBe(3);
+    expect(task.state).toBe('killed');
+    expect(space.len()).toBe(4);
+    space.drop();
+  });
+
   test('the formula\'s wait when it is sooner than the first live TTL', () => {
     const space = makeSpace();
     space.insert([1, BASE + 5000]);

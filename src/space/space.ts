@@ -316,7 +316,13 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     if (atomicActive) enlist(this, this.#h);
     const now = this.#now?.();
     const count = this.#h.insertMany(pack(tuples, limitOf(this.#maxTupleSize, tuples.length)), now);
-    if (this.#watch !== undefined) for (const tuple of tuples) this.#watch(tuple);
+    // Read the watcher again for each tuple: one (a task's, through its clock) may kill its task,
+    // or drop the space, which unregisters it halfway through the batch.
+    for (const tuple of tuples) {
+      const watch = this.#watch;
+      if (watch === undefined) break;
+      watch(tuple);
+    }
     if (this.#evictions !== undefined) this.#reportEvicted();
     return count;
   }
