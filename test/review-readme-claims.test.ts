@@ -163,7 +163,7 @@ describe('Timing: bursts sized by the pass', () => {
     for (let id = 0; id < 20_000; id++) tuples.push([id, id % 2 === 0 ? NOW - 1 : NOW + 100_000]);
     space.insertMany(tuples);
     const task = expirationd.start('burst', space, { field: 2, scanSize: 10, scanTime: 60, now: () => NOW });
-    const config = { it: space.index.primary, scanSize: 10, scanTime: 60, iterationDelay: 1 } as unknown as Parameters<typeof burstSize>[0];
+    const config = { it: space.index.primary, itLen: () => space.index.primary.len(), scanSize: 10, scanTime: 60, iterationDelay: 1 } as unknown as Parameters<typeof burstSize>[0];
     expect(burstSize(config, 20_000)).toBe(Math.ceil(Math.ceil(20_001 / 10) / MAX_WAKEUPS_PER_PASS));
     runUntil(() => task.stats().fullScans === 1);
     expect(space.len()).toBe(10_000);
