@@ -9,7 +9,7 @@
 // Tests marked `// Fixed:` failed before their fixes: each was a divergence from API.md or a
 // README statement that was false.
 import { describe, expect, test, vi } from 'vitest';
-import { CappedError, Space, atomic, expirationd, type Task, type TaskStats, type Tuple } from '../src/index.js';
+import { Space, atomic, expirationd, type Task, type TaskStats, type Tuple } from '../src/index.js';
 import { codeOf } from './support/errors.js';
 import { expectNextChunkAfter, useTaskTimers } from './support/task-timers.js';
 

@@ -18,6 +18,7 @@ import * as v8 from 'node:v8';
 import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CappedError, Index, Space, Task, atomic, expirationd } from '../src/index.js';
+import { thrownBy } from './support/errors.js';
 
 const ROOT = path.resolve(__dirname, '..');
 const DIST = JSON.stringify(path.join(ROOT, 'dist', 'index.js'));
@@ -39,14 +40,7 @@ function fixture(name = uniq('interop'), n = 5, ttl = (i: number) => 1000 + i): 
 }
 
 /** What fn throws (or a marker when it returns). */
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  return 'returned';
-}
+const thrown = (fn: () => unknown): unknown => thrownBy(fn) ?? 'returned';
 
 /** A TypeError (wrong receiver: a JS-level error) or a CappedError with an ER_ code other than ER_INTERNAL. */
 function expectCleanError(fn: () => unknown, label: string): unknown {

@@ -14,7 +14,7 @@
 // code, and a failed call changes nothing (README "Errors").
 import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, CappedError, type TaskOptions } from '../src/index.js';
-import { codeOf } from './support/errors.js';
+import { codeOf, thrownBy } from './support/errors.js';
 import { useTaskTimers } from './support/task-timers.js';
 
 useTaskTimers();
@@ -26,15 +26,7 @@ function makeSpace(name = 's'): Space {
   return space;
 }
 
-/** The error fn throws (or undefined). */
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
+const thrown = thrownBy;
 
 /** A getter's answers, one per read; the last answer repeats. */
 function answers<V>(...values: V[]): { reads: number; get: () => V } {

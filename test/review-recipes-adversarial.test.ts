@@ -19,21 +19,13 @@
 import { describe, expect, test, vi } from 'vitest';
 import { CappedError, Space, atomic, expirationd, type Task, type Tuple } from '../src/index.js';
 import { mulberry32 } from '../bench/lib/random.js';
+import { codeOrUndefined as codeOf } from './support/errors.js';
 import { useTaskTimers } from './support/task-timers.js';
 
 useTaskTimers();
 
 const SEEDS = process.env.FUZZ_SEED ? [Number(process.env.FUZZ_SEED)] : [11, 22, 33, 44];
 
-/** The error code a call throws (undefined when it returns). */
-const codeOf = (fn: () => unknown): string | undefined => {
-  try {
-    fn();
-    return undefined;
-  } catch (e) {
-    return e instanceof CappedError ? e.code : `raw:${(e as Error)?.message}`;
-  }
-};
 
 /** Lets the fake timers (and the promises between them) run for `ms`. */
 const advance = async (ms: number): Promise<void> => { await vi.advanceTimersByTimeAsync(ms); };

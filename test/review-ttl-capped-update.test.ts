@@ -14,6 +14,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { Space, atomic, CappedError, type SpaceOptions, type Tuple } from '../src/index.js';
 import { pack } from '../src/native/codec.js';
 import { mulberry32 } from '../bench/lib/random.js';
+import { codeOrUndefined as codeOf } from './support/errors.js';
 import { EvictionFrames, applyAssignments, evictUntilFits, randomAssignments, type Assignment } from './support/capped-model.js';
 
 let clock = 100;
@@ -22,15 +23,6 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 const size = (t: Tuple): number => pack(t).length;
-/** The code of the CappedError fn throws; undefined when it returns; `raw:` for an error without a code. */
-const codeOf = (fn: () => unknown): string | undefined => {
-  try {
-    fn();
-    return undefined;
-  } catch (e) {
-    return e instanceof CappedError ? e.code : `raw:${(e as Error)?.message}`;
-  }
-};
 /** Every stored tuple, expired ones too, in primary order (reads at a clock of -Infinity hide nothing). */
 const stored = (s: Space): Tuple[] => {
   const saved = clock;

@@ -2,6 +2,26 @@
 import { expect } from 'vitest';
 import { CappedError } from '../../src/index.js';
 
+/** The error fn throws, or undefined when it returns. */
+export function thrownBy(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
+/** The code of the CappedError fn throws; undefined when it returns; `raw:<message>` for an error without a code. */
+export function codeOrUndefined(fn: () => unknown): string | undefined {
+  try {
+    fn();
+    return undefined;
+  } catch (e) {
+    return e instanceof CappedError ? e.code : `raw:${(e as Error)?.message}`;
+  }
+}
+
 /** Runs fn, expects it to throw a CappedError, and returns the error's code. */
 export function codeOf(fn: () => unknown): string {
   try {
