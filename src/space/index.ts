@@ -51,12 +51,12 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
     this.#clock = readClock(space);
   }
 
-  /** The tuple with this full key, or undefined. Unique indexes only. */
   /** What JSON.stringify(index) writes: its definition and its space's name (not the space). */
   toJSON(): { space: string; name: string; type: IndexType; unique: boolean; parts: readonly Part[] } {
     return { space: this.space.name, name: this.name, type: this.type, unique: this.unique, parts: this.parts };
   }
 
+  /** The tuple with this full key, or undefined. Unique indexes only. */
   get(key: K): T | undefined {
     // The clock first (in every read): an injected one is user code, and may read the space
     // (the scratch Buffer, msgpackr).

@@ -57,10 +57,6 @@ let setWatcher: (space: AnySpace, watcher: InsertWatcher | undefined) => void;
 const insertHooks = new WeakMap<AnySpace, Set<InsertWatcher>>();
 
 /**
- * @internal The native handle of a space, for the daemon and for tests that reach past the
- * public API. Not exported from the package's entry.
- */
-/**
  * @internal Whether `value` is a Space itself: a brand check on its private handle, which a Proxy
  * around a Space (or an object that inherits from one) fails, where instanceof passes.
  */
@@ -68,6 +64,10 @@ export function isSpace(value: unknown): value is AnySpace {
   return handleOfSpace(value as AnySpace) !== undefined;
 }
 
+/**
+ * @internal The native handle of a space, for the daemon and for tests that reach past the
+ * public API. Not exported from the package's entry.
+ */
 export function handleOf(space: AnySpace): NativeSpace {
   const h = handleOfSpace(space);
   if (h === undefined) throw illegal('not a Space');
