@@ -76,6 +76,11 @@ export interface TaskStats {
 
 const MAX_BACKOFF = 1;
 
+/** A TTL field's value as a number (a BigInt converted), or NaN when it is not one. */
+function ttlNumber(value: unknown): number {
+  return typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : NaN;
+}
+
 /** A chunk's context (one per epoch) and the state of the chunk running with it. */
 interface ChunkState {
   epoch: number;
@@ -374,8 +379,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
 
   /** After an insert through the space: an earlier TTL than the due wake-up brings it forward. */
   #inserted(tuple: Tuple): void {
-    const value = tuple[this.#config.fieldno];
-    const ttl = typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : NaN;
+    const ttl = ttlNumber(tuple[this.#config.fieldno]);
     if (!(ttl < this.#dueAt)) return;  // also when nothing can be brought forward (-Infinity), or NaN
     const target = Math.max(ttl, this.#floorAt);
     if (!(target < this.#dueAt)) return;
@@ -550,10 +554,17 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     const { it } = this.#config;
     const result = handleOf(this.space).minmax(it.id, undefined, false, scratchBuffer(), NaN);
     if (result === null) return undefined;
-    // The TTL field alone: the rest of the tuple may hold a value that a user's msgpackr extension
-    // fails to unpack, and this runs from timers, where a throw would end the process.
-    const value = decodeFields(resultBytes(result), [this.#config.fieldno])[this.#config.fieldno];
-    const ttl = typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : NaN;
+    return this.#ttlOf(resultBytes(result));
+  }
+
+  /**
+   * The TTL field of one stored tuple's bytes, as a number, or undefined. The field alone: the
+   * rest of the tuple may hold a value that a user's msgpackr extension fails to unpack, and this
+   * runs from timers, where a throw would end the process.
+   */
+  #ttlOf(bytes: Buffer): number | undefined {
+    const { fieldno } = this.#config;
+    const ttl = ttlNumber(decodeFields(bytes, [fieldno])[fieldno]);
     return Number.isNaN(ttl) ? undefined : ttl;
   }
 
@@ -567,7 +578,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   #firstLiveTtl(now: number): number | undefined {
     const first = this.#minTtl();
     if (first === undefined || first > now) return first;
-    const { it, fieldno } = this.#config;
+    const { it } = this.#config;
     const part = it.parts[0];
     let key: number;
     if (part.type === 'number') key = now;
@@ -577,10 +588,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     try {
       const result = handleOf(this.space).select(it.id, packKey([key]), Iter.GT, 1, 0, scratchBuffer(), NaN);
       const bytes = resultBytes(result);
-      if (bytes.length === 0) return undefined;
-      const value = decodeFields(bytes, [fieldno])[fieldno];
-      const ttl = typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : NaN;
-      return Number.isNaN(ttl) ? undefined : ttl;
+      return bytes.length === 0 ? undefined : this.#ttlOf(bytes);
     } catch {
       return undefined;  // from a timer: never throw (the formula's wait applies)
     }
