@@ -28,7 +28,9 @@
 // --no-pauses, one more run of each of our workloads measures the longest event-loop pause with
 // monitorEventLoopDelay (1 ms resolution; its timer costs CPU, so that run is not in the CPU
 // figures). Unless --no-native, one more run of each times the native chunk alone (expireChunk
-// back to back until the pass ends: no timers, no poll), the floor under our CPU figure.
+// back to back until the pass ends: no timers, no poll), the floor under our CPU figure, and
+// one more measures Node alone: the timed runs' stop loop, timer wake-ups and setImmediate hops
+// (their medians), with no chunk and no task in them (nodeAlone below).
 // The poll alone: after each timed run, each side runs the same stop loop again on an idle
 // space for the run's wall time (ours in the same child once the task is killed; Tarantool's in a
 // fresh tarantool running bench/anchor-poll.lua), and the table below the main one gives its CPU
@@ -60,6 +62,11 @@ interface OurConfig extends Workload {
   pauses: boolean;
   /** The native run: the chunk alone, expireChunk back to back, no timers (the floor). */
   native?: boolean;
+  /**
+   * The Node-alone run: the timed runs' structure (stop loop for wallMs, `wakeups` timer
+   * wake-ups, `chunks` setImmediate hops), with no chunk run and no task.
+   */
+  nodeAlone?: { wallMs: number; wakeups: number; chunks: number };
 }
 
 interface NativeResult {
@@ -144,6 +151,7 @@ async function runOurs(config: OurConfig): Promise<OurResult | NativeResult> {
   load(space, config, now);
   (globalThis as { gc?: () => void }).gc?.();
   if (config.native) return nativeLoop(config, space, now);
+  if (config.nodeAlone) return nodeAlone(config, config.nodeAlone, space, now);
 
   let longestChunkMs = 0;
   let inChunksMs = 0;
@@ -235,9 +243,57 @@ async function nativeLoop(config: OurConfig, space: import('../src/index.js').Sp
   return { config, cpuMs: (cpu.user + cpu.system) / 1000, expired, chunks };
 }
 
+/**
+ * Node alone: what the event loop costs for the pass's structure, with none of our code in it.
+ * The same stop loop as a timed run (exp.min() and a 10 ms sleep) for that run's wall time,
+ * beside `wakeups` timer wake-ups evenly spread over it, each running its share of `chunks`
+ * setImmediate hops (an empty callback where the task runs a chunk). The task's pass is this
+ * plus its chunks and its own JavaScript; its chunks also make each hop dearer (they evict the
+ * event loop's code and data from the caches), which this run cannot show.
+ */
+async function nodeAlone(config: OurConfig, shape: { wallMs: number; wakeups: number; chunks: number },
+  space: import('../src/index.js').Space, now: number): Promise<NativeResult> {
+  const exp = space.index.exp;
+  const wakeups = Math.max(1, Math.round(shape.wakeups));
+  const gap = shape.wallMs / wakeups;
+  let hops = 0;
+  let burstsDone = 0;
+  const cpu0 = process.cpuUsage();
+  const wall0 = performance.now();
+  const bursts = new Promise<void>((resolve) => {
+    const burst = (): void => {
+      burstsDone++;
+      // This burst's share: the hops left, spread over the wake-ups left.
+      let left = Math.round((shape.chunks - hops) / (wakeups - burstsDone + 1));
+      const hop = (): void => {
+        hops++;
+        if (--left > 0) setImmediate(hop);
+        else if (burstsDone < wakeups) setTimeout(burst, Math.max(1, wall0 + burstsDone * gap - performance.now()));
+        else resolve();
+      };
+      setImmediate(hop);
+    };
+    burst();
+  });
+  // The stop loop's min() and test, whose answer does not matter here (the expired tuples are
+  // stored: no task runs), until the timed run's wall time has passed.
+  let polls = 0;
+  for (;;) {
+    const first = exp.min();
+    if (first !== undefined && (first[2] as number) > now) polls++;
+    if (performance.now() - wall0 >= shape.wallMs) break;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+  await bursts;
+  if (polls !== 0) throw new Error('Node-alone run: the expired tuples are gone, but no task ran');
+  const cpu = process.cpuUsage(cpu0);
+  return { config, cpuMs: (cpu.user + cpu.system) / 1000, expired: 0, chunks: hops };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Parent: the rounds and the table.
 
+function spawnOurs(config: OurConfig & { nodeAlone: NonNullable<OurConfig['nodeAlone']> }): Promise<NativeResult>;
 function spawnOurs(config: OurConfig & { native?: false }): Promise<OurResult>;
 function spawnOurs(config: OurConfig & { native: true }): Promise<NativeResult>;
 function spawnOurs(config: OurConfig): Promise<OurResult | NativeResult> {
@@ -387,6 +443,22 @@ async function main(): Promise<void> {
       natives.set(row.label, await spawnOurs({ ...w, mode: row.mode, pk: row.pk, pauses: false, native: true }));
     }
   }
+  // Node alone, shaped like the timed runs (their medians): after them, so it can copy them.
+  const nodeAlones = new Map<string, NativeResult>();
+  if (!process.argv.includes('--no-native')) {
+    for (const row of ROWS) {
+      const timed = ours.get(row.label)!;
+      process.stderr.write(`Node-alone run: ${row.label}\n`);
+      nodeAlones.set(row.label, await spawnOurs({
+        ...w, mode: row.mode, pk: row.pk, pauses: false,
+        nodeAlone: {
+          wallMs: median(timed.map((r) => r.wallMs)),
+          wakeups: median(timed.map((r) => r.wakeups)),
+          chunks: median(timed.map((r) => r.chunks)),
+        },
+      }));
+    }
+  }
   if (!process.argv.includes('--no-pauses')) {
     for (const row of ROWS) {
       process.stderr.write(`pause run: ours, ${row.label}\n`);
@@ -396,7 +468,7 @@ async function main(): Promise<void> {
     }
   }
 
-  const head = ['workload', 'ours CPU ms', 'ours ns/expired', 'in chunks ms', 'native loop ms', 'ours wall ms', 'wake-ups pass/all', 'chunks pass/all', 'p99 chunk ms', 'longest chunk ms',
+  const head = ['workload', 'ours CPU ms', 'ours ns/expired', 'in chunks ms', 'native loop ms', 'Node alone ms', 'ours wall ms', 'wake-ups pass/all', 'chunks pass/all', 'p99 chunk ms', 'longest chunk ms',
     'longest pause ms', 'expired', 'remaining', 'Tarantool CPU ms', 'Tarantool ns/expired', 'Tarantool wall ms', 'ours/Tarantool CPU'];
   const rows: string[][] = [];
   let ok = true;
@@ -422,6 +494,7 @@ async function main(): Promise<void> {
       fmt((cpu * 1e6) / expectedExpired),
       fmt(median(timed.map((r) => r.inChunksMs)), 1),
       natives.has(row.label) ? fmt(natives.get(row.label)!.cpuMs, 1) : dash,
+      nodeAlones.has(row.label) ? fmt(nodeAlones.get(row.label)!.cpuMs, 1) : dash,
       fmt(median(timed.map((r) => r.wallMs))),
       `${fmt(median(timed.map((r) => r.passWakeups)))}/${fmt(median(timed.map((r) => r.wakeups)))}`,
       `${fmt(median(timed.map((r) => r.passChunks)))}/${fmt(median(timed.map((r) => r.chunks)))}`,
@@ -446,7 +519,9 @@ async function main(): Promise<void> {
   console.log('CPU: the whole process (process.cpuUsage(); os.clock() for Tarantool), from the task\'s start until the TTL');
   console.log(`index's min() is live, polled every ${POLL_MS} ms on both sides; ns/expired = CPU / expired tuples. Longest chunk:`);
   console.log('max over all runs (p99: median); both are wall time, so on a loaded machine they include preemption. Native loop: CPU of\n' +
-    'the chunks alone, expireChunk back to back in one more run (no timers, no poll). Longest pause: a separate run with monitorEventLoopDelay (1 ms resolution).');
+    'the chunks alone, expireChunk back to back in one more run (no timers, no poll). Node alone: CPU of one more run with the\n' +
+    'timed runs\' stop loop, timer wake-ups and setImmediate hops (their medians) and nothing in them: no chunk, no task.\n' +
+    'Longest pause: a separate run with monitorEventLoopDelay (1 ms resolution).');
   const rounds = roundLines(ours, theirs);
   if (rounds.length > 0) {
     console.log('Each round (CPU ms, poll ms in brackets; ours and Tarantool\'s ran one after the other):');
@@ -501,7 +576,9 @@ function goalLines(head: string[], rows: string[][]): string[] {
   const wakeups = (label: string) => cell(label, 'wake-ups pass/all').split('/')[0];
   const floor = num(cell('non-indexed, TREE pk', 'native loop ms'));
   const theirs = num(cell('non-indexed, TREE pk', 'Tarantool CPU ms'));
-  const floorNote = Number.isNaN(floor) || Number.isNaN(theirs) ? '' : ` (the native chunks alone: ${fmt(floor, 1)} ms, ${fmt(floor / theirs, 2)} of Tarantool's)`;
+  const nodeAlone = num(cell('non-indexed, TREE pk', 'Node alone ms'));
+  const floorNote = Number.isNaN(floor) || Number.isNaN(theirs) ? '' : ` (the native chunks alone: ${fmt(floor, 1)} ms, ` +
+    `${fmt(floor / theirs, 2)} of Tarantool's; Node alone: ${fmt(nodeAlone, 1)} ms, ${fmt(nodeAlone / theirs, 2)})`;
   const hash = num(cell('indexed, HASH pk', 'ours ns/expired'));
   const tree = num(cell('indexed, TREE pk', 'ours ns/expired'));
   return [

@@ -65,6 +65,7 @@ describe('npm run bench:anchor on a tiny workload, without tarantool', () => {
       expect(int(r['ours CPU ms'])).toBeGreaterThan(0);
       expect(int(r['ours ns/expired'])).toBeGreaterThan(0);
       expect(int(r['native loop ms'])).toBeGreaterThan(0);
+      expect(int(r['Node alone ms'])).toBeGreaterThan(0);
       expect(Number.isFinite(int(r['longest chunk ms']))).toBe(true);
       expect(Number.isFinite(int(r['longest pause ms']))).toBe(true);
       for (const column of ['Tarantool CPU ms', 'Tarantool ns/expired', 'Tarantool wall ms', 'ours/Tarantool CPU']) {
