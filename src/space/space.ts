@@ -278,12 +278,17 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     return pk as Index<T, K>;
   }
 
+  // With a watcher (a running task's), a write packs a plain copy of the tuple, taken before the
+  // native call, and the watcher is handed that copy: it reads fields after the write committed,
+  // and the caller's array may have getters or be a Proxy, whose code must not run then (a throw
+  // there reported a stored tuple as failed, and a getter could answer differently).
   insert(tuple: T): T {
     if (this.#now !== undefined) return this.#insertTtl(tuple);
-    const b = packRange(checkTuple('insert', tuple), this.#maxTupleSize);
+    const stored = this.#watch === undefined ? checkTuple('insert', tuple) : plainCopy(checkTuple('insert', tuple));
+    const b = packRange(stored, this.#maxTupleSize);
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, false, b.start, b.end);
-    if (this.#watch !== undefined) this.#watch(tuple);
+    if (stored !== tuple) this.#watch?.(stored as Tuple);
     if (this.#evictions !== undefined) this.#reportEvicted();
     return tuple;
   }
@@ -292,19 +297,21 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   // block it (it is replaced, in the same native statement). now() runs before packing.
   #insertTtl(tuple: T): T {
     const now = (this.#now as () => number)();
-    const b = packRange(checkTuple('insert', tuple), this.#maxTupleSize);
+    const stored = this.#watch === undefined ? checkTuple('insert', tuple) : plainCopy(checkTuple('insert', tuple));
+    const b = packRange(stored, this.#maxTupleSize);
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, false, b.start, b.end, now);
-    if (this.#watch !== undefined) this.#watch(tuple);
+    if (stored !== tuple) this.#watch?.(stored as Tuple);
     if (this.#evictions !== undefined) this.#reportEvicted();
     return tuple;
   }
 
   replace(tuple: T): T {
-    const b = packRange(checkTuple('replace', tuple), this.#maxTupleSize);
+    const stored = this.#watch === undefined ? checkTuple('replace', tuple) : plainCopy(checkTuple('replace', tuple));
+    const b = packRange(stored, this.#maxTupleSize);
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, true, b.start, b.end);
-    if (this.#watch !== undefined) this.#watch(tuple);
+    if (stored !== tuple) this.#watch?.(stored as Tuple);
     if (this.#evictions !== undefined) this.#reportEvicted();
     return tuple;
   }
@@ -312,16 +319,20 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   /** Inserts every tuple in one native call, all or nothing. Returns the count. */
   insertMany(tuples: T[]): number {
     if (!isArray(tuples)) throw new CappedError('insertMany: expects an array of tuples', 'ER_TUPLE_FORMAT');
-    tuples.forEach((t, i) => checkTuple(`insertMany: tuple #${i}`, t));
+    // With a watcher, the batch and each tuple are copied first, by index (as for insert above).
+    const batch: unknown[] = this.#watch === undefined ? tuples : plainCopy(tuples).map((t) => (isArray(t) ? plainCopy(t) : t));
+    batch.forEach((t, i) => checkTuple(`insertMany: tuple #${i}`, t));
     if (atomicActive) enlist(this, this.#h);
     const now = this.#now?.();
-    const count = this.#h.insertMany(pack(tuples, limitOf(this.#maxTupleSize, tuples.length)), now);
+    const count = this.#h.insertMany(pack(batch, limitOf(this.#maxTupleSize, batch.length)), now);
     // Read the watcher again for each tuple: one (a task's, through its clock) may kill its task,
     // or drop the space, which unregisters it halfway through the batch.
-    for (const tuple of tuples) {
-      const watch = this.#watch;
-      if (watch === undefined) break;
-      watch(tuple);
+    if (batch !== tuples) {
+      for (let i = 0; i < batch.length; i++) {
+        const watch = this.#watch;
+        if (watch === undefined) break;
+        watch(batch[i] as Tuple);
+      }
     }
     if (this.#evictions !== undefined) this.#reportEvicted();
     return count;
@@ -432,4 +443,12 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const problem = this.#h.checkIntegrity();
     if (problem !== '') throw new CappedError(`Space '${this.name}' is inconsistent: ${problem}`, 'ER_INTERNAL');
   }
+}
+
+/** A plain array with the same elements, each read once, by index (holes read as undefined). */
+function plainCopy(array: readonly unknown[]): unknown[] {
+  const n = array.length;
+  const copy = new Array<unknown>(n);
+  for (let i = 0; i < n; i++) copy[i] = array[i];
+  return copy;
 }
