@@ -63,9 +63,18 @@ class UpdateOps {
     uint32_t n;
     bool owned;
   };
+  // Makes `bytes` the new value of the owned field being replaced (`old`: that field as it was),
+  // in store_, and returns the new field. Bounds store_ whatever the number of ops: the old value
+  // is dropped in place when it was the last thing stored, and store_ is compacted to the values
+  // that fields still hold once what it holds unused outweighs the cost of walking the fields.
+  Field replace_owned(const Field& old, const std::string& bytes) const;
+
   std::vector<Op> ops_;
   mutable std::vector<Field> fields_;  // apply()'s scratch
   mutable std::string store_;
+  mutable std::string splice_;   // a splice's result, built before it goes into store_
+  mutable std::string compact_;  // store_'s compacted copy
+  mutable size_t compact_at_ = 0;  // store_'s size that triggers the next compaction
 };
 
 }  // namespace ce
