@@ -1,6 +1,6 @@
 // bench/keepup.ts: does expiry keep up? (issue 15)
 //
-//   npm run bench:keepup [-- --rates 5000,20000,50000,100000 --ttl 2 --duration 10 --jobs 1000 --quick]
+//   npm run bench:keepup [-- --rates 5000,20000,50000,100000 --ttl 2 --duration 10 --jobs 1000 --runs 3 --quick]
 //
 // A producer inserts R records a second, each with a TTL T seconds ahead, for D seconds, into a
 // space with a HASH primary and a TREE on the TTL field, while an expirationd task with DEFAULT
@@ -17,7 +17,8 @@
 // measured from the due time to the call.
 //
 // Every run is a fresh child process (this file under tsx, --child), one after the other, so no
-// run measures another's garbage or timers. Records not deleted by the end of the run count with
+// run measures another's garbage or timers. --runs N rounds (default 3; 1 with --quick), each
+// running every store once, interleaved; the table gives medians with the range (min–max). Records not deleted by the end of the run count with
 // the lateness they had then (a lower bound), and show in `deleted/due`. --quick: R = 20k/s only,
 // D = 3 s, T = 1 s, the caches and the jobs row: about 30 s.
 import { fork } from 'node:child_process';
@@ -286,21 +287,39 @@ const LABEL: Record<Kind, string> = {
 
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-function table(results: RunResult[]): string {
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/** One store's runs: the median, and with more than one run its range, e.g. `12.0 (11.1–13.6)`. */
+function spread(runs: RunResult[], pick: (r: RunResult) => number, format: (n: number) => string): string {
+  const xs = runs.map(pick);
+  const m = format(median(xs));
+  return xs.length < 2 ? m : `${m} (${format(Math.min(...xs))}–${format(Math.max(...xs))})`;
+}
+
+/** `groups`: the runs of each store (one per round), in the table's order. */
+function table(groups: RunResult[][]): string {
   const head = ['store', 'R/s', 'stale max (goal)', 'stale mean', 'late p50 ms', 'late p99 ms (goal)', 'late max ms',
     'longest pause ms', 'process CPU', 'in chunks, wall (goal)', 'wake-ups', 'deleted/due'];
-  const rows = results.map((r) => {
+  const rows = groups.map((runs) => {
+    const r = runs[0];
     const goalStale = r.config.kind === 'jobs' ? '' : ` (≤ ${fmt(r.config.rate / 10)})`;
     const goalP99 = r.config.kind === 'jobs' ? ' (≤ 20)' : ' (≤ 100)';
+    const ms = (n: number) => fmt(n, 1);
+    const pct = (n: number) => `${fmt(n * 100, 1)}%`;
     return [
       LABEL[r.config.kind], fmt(r.config.rate),
-      r.config.kind === 'jobs' ? 'n/a' : `${fmt(r.staleMax)}${goalStale}`,
-      r.config.kind === 'jobs' ? 'n/a' : fmt(r.staleMean),
-      fmt(r.p50, 1), `${fmt(r.p99, 1)}${goalP99}`, fmt(r.max, 1), fmt(r.pauseMs, 1),
-      `${fmt(r.cpuShare * 100, 1)}%`,
-      r.expiryShare === undefined ? '' : `${fmt(r.expiryShare * 100, 1)}% (≤ 25%)`,
-      r.wakeups === undefined ? '' : fmt(r.wakeups),
-      `${fmt(r.deleted)}/${fmt(r.due)}`,
+      r.config.kind === 'jobs' ? 'n/a' : `${spread(runs, (x) => x.staleMax, (n) => fmt(n))}${goalStale}`,
+      r.config.kind === 'jobs' ? 'n/a' : spread(runs, (x) => x.staleMean, (n) => fmt(n)),
+      spread(runs, (x) => x.p50, ms), `${spread(runs, (x) => x.p99, ms)}${goalP99}`, spread(runs, (x) => x.max, ms),
+      spread(runs, (x) => x.pauseMs, ms),
+      spread(runs, (x) => x.cpuShare, pct),
+      r.expiryShare === undefined ? '' : `${spread(runs, (x) => x.expiryShare as number, pct)} (≤ 25%)`,
+      r.wakeups === undefined ? '' : spread(runs, (x) => x.wakeups as number, (n) => fmt(n)),
+      `${fmt(median(runs.map((x) => x.deleted)))}/${fmt(median(runs.map((x) => x.due)))}`,
     ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
@@ -325,18 +344,26 @@ async function main(): Promise<void> {
   for (const [name, v] of [['ttl', ttl], ['duration', duration], ['jobs', jobs], ['cache-rate', cacheRate], ...rates.map((r) => ['rates', r] as const)] as const) {
     if (!Number.isFinite(v) || v <= 0) throw new TypeError(`bench:keepup: --${name} must be a positive number`);
   }
+  const rounds = Number(flag('runs', quick ? '1' : '3'));
+  if (!Number.isInteger(rounds) || rounds < 1) throw new TypeError('bench:keepup: --runs must be a positive integer');
   const runs: RunConfig[] = [
     ...rates.map((rate) => ({ kind: 'capped' as const, rate, ttl, duration })),
     ...(['ttlcache', 'lru-cache', 'node-cache'] as const).map((kind) => ({ kind, rate: cacheRate, ttl, duration })),
     { kind: 'jobs', rate: jobs, ttl: 2, duration },
   ];
-  const results: RunResult[] = [];
-  for (const config of runs) {
-    process.stderr.write(`bench:keepup: ${LABEL[config.kind]} at ${fmt(config.rate)}/s, T = ${config.ttl} s, D = ${config.duration} s\n`);
-    results.push(await spawnRun(config));
+  // Rounds interleaved: round 1 runs every store, then round 2, ...; a drift of the machine over
+  // the run then touches every store alike.
+  const groups: RunResult[][] = runs.map(() => []);
+  for (let round = 1; round <= rounds; round++) {
+    for (const [i, config] of runs.entries()) {
+      process.stderr.write(`bench:keepup: round ${round}/${rounds}: ${LABEL[config.kind]} at ${fmt(config.rate)}/s, ` +
+        `T = ${config.ttl} s, D = ${config.duration} s\n`);
+      groups[i].push(await spawnRun(config));
+    }
   }
-  process.stdout.write(`\nbench:keepup (T = ${ttl} s, D = ${duration} s; stale sampled every ${SAMPLE_MS} ms; ` +
-    `lateness = deletion time - due time; goals of issue 15 in parentheses)\n\n${table(results)}\n`);
+  const each = rounds === 1 ? 'one run each' : `medians of ${rounds} interleaved runs, (min–max)`;
+  process.stdout.write(`\nbench:keepup (T = ${ttl} s, D = ${duration} s; ${each}; stale sampled every ${SAMPLE_MS} ms; ` +
+    `lateness = deletion time - due time; goals of issue 15 in parentheses)\n\n${table(groups)}\n`);
 }
 
 main().catch((error: unknown) => {
