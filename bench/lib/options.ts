@@ -80,7 +80,8 @@ CPU, event-loop stalls and memory (RSS growth, and what the product reports itse
   --scan-size N     records per expiration chunk / rows per DELETE batch (default ${DEFAULTS.scanSize})
   --scan-time S     our tuned scanTime, and the purge period of node-cache, lru-cache and sqlite (default ${DEFAULTS.scanTime})
   --quick           ${QUICK.tuples} records, ${QUICK.repeat} run, ${QUICK.idle} s idle, ${QUICK.pauseWindow} s pause window,
-                    ${QUICK.window} s window: under a minute (explicit flags still win)
+                    ${QUICK.window} s window: about a minute without Redis, then the
+                    short keep-up table: about 30 s more (explicit flags still win)
   --only a,b        run only these contenders (see the table for names)
   --out DIR         where latest.json and latest.svg go (default ${DEFAULTS.out})
   --repeat N        runs per contender and shape, each in a fresh process; medians, min and max (default ${DEFAULTS.repeat})
