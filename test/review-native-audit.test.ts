@@ -748,3 +748,59 @@ describe('capped spaces: eviction under update, upsert and insertMany, inside an
     sound(s);
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// index_build.cc: the messages of a failing build, built inside noexcept functions
+// ---------------------------------------------------------------------------------------------
+describe('index builds: a failure message that cannot be allocated', () => {
+  // Fixed (noted by this review): IndexBuild's noexcept hooks built their error messages by string
+  // concatenation, whose std::bad_alloc would have escaped a noexcept function (std::terminate:
+  // the process ends) under real memory exhaustion. The messages are now built inside a try,
+  // behind an allocation point, with ER_MEMORY_ISSUE as the fallback. truncate() during a build
+  // reaches that point on its normal path: failing each allocation of it in turn, truncate
+  // either fails whole, or empties the space and the build is refused, for one of two reasons.
+  it('truncate() during createIndexAsync, each allocation failing in turn', async () => {
+    const testing = (await import('../src/native/loader.js')).native.testing;
+    const { setBuildSlice } = await import('../src/space/build.js');
+    const slice = setBuildSlice({ tuples: 16 });
+    const reasons = new Set<string>();
+    try {
+      for (let n = 0; ; n++) {
+        expect(n).toBeLessThan(200);
+        const s = track(new Space(uniq('build-truncate')));
+        s.createIndex('pk', { parts: [[1, 'unsigned']] });
+        for (let id = 0; id < 200; id++) s.insert([id, id % 7]);
+        const build = s.createIndexAsync('extra', { unique: false, parts: [[2, 'unsigned']] });
+        build.catch(() => undefined);
+        await new Promise((r) => setImmediate(r));
+        testing.failAllocationAfter(n);
+        let error: unknown;
+        try {
+          s.truncate();
+        } catch (e) {
+          error = e;
+        }
+        const fired = testing.disarmAllocationFailure();
+        if (error !== undefined) {
+          expect(codeOf(() => { throw error; }), `truncate #${n}`).toBe('ER_MEMORY_ISSUE');
+          expect(s.len(), `truncate failed at #${n}, yet changed the space`).toBe(200);
+          await build;  // the build goes on, untouched
+          expect(s.index.extra.len()).toBe(200);
+        } else {
+          expect(s.len()).toBe(0);
+          const code = await build.then(() => 'built', (e: unknown) => (e as CappedError).code);
+          expect(['ER_INDEX_BUILD_ABORTED', 'ER_MEMORY_ISSUE'], `the build after truncate #${n}`).toContain(code);
+          reasons.add(code);
+          expect(s.index.extra).toBeUndefined();
+        }
+        sound(s);
+        if (!fired) break;
+      }
+    } finally {
+      setBuildSlice(slice);
+      testing.failAllocationAfter(-1);
+    }
+    // The fallback was reached: the message's allocation failed and the build still stopped.
+    expect([...reasons].sort()).toEqual(['ER_INDEX_BUILD_ABORTED', 'ER_MEMORY_ISSUE']);
+  });
+});

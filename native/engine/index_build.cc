@@ -11,7 +11,7 @@ namespace ce {
 IndexBuild::IndexBuild(std::unique_ptr<Index> index, std::unique_ptr<Cursor> walk, std::string space_name)
     : index_(std::move(index)), walk_(std::move(walk)), space_name_(std::move(space_name)) {}
 
-void IndexBuild::fail(const char* code, const std::string& message) noexcept {
+void IndexBuild::fail(const char* code, const char* message) noexcept {
   if (error_ && !undoable_) return;  // a failure that stands is never replaced
   undoable_ = false;
   restart_ = false;
@@ -19,8 +19,8 @@ void IndexBuild::fail(const char* code, const std::string& message) noexcept {
     error_ = std::make_unique<DbError>(code, message);
   } catch (...) {
     // No memory for the message: a DbError with none still stops the build.
-    static const DbError kNoMemory(err::kMemory, "Out of memory while building an index");
-    error_.reset(new (std::nothrow) DbError(kNoMemory));
+    static const DbError kNoMemoryError(err::kMemory, kNoMemory);
+    error_.reset(new (std::nothrow) DbError(kNoMemoryError));
   }
 }
 
@@ -33,7 +33,7 @@ bool IndexBuild::fits(const Tuple* t) const noexcept {
   }
 }
 
-void IndexBuild::fail_at(size_t undo_pos, const char* code, const std::string& message) noexcept {
+void IndexBuild::fail_at(size_t undo_pos, const char* code, const char* message) noexcept {
   if (error_) return;  // the first reason stands (a later one came while not following writes)
   fail(code, message);
   undoable_ = undo_pos != kNoUndo;
@@ -83,9 +83,9 @@ void IndexBuild::on_replace(Tuple* old, Tuple* nw, size_t reinserts, size_t undo
   } catch (const DbError& e) {
     fail_at(undo_pos, e.code(), e.what());
   } catch (const std::bad_alloc&) {
-    fail_at(undo_pos, err::kMemory, "Out of memory while building index '" + index_->name() + "'");
+    fail_at_with(undo_pos, err::kMemory, [&] { return "Out of memory while building index '" + index_->name() + "'"; });
   } catch (...) {
-    fail_at(undo_pos, err::kMemory, "Building index '" + index_->name() + "' failed");
+    fail_at_with(undo_pos, err::kMemory, [&] { return "Building index '" + index_->name() + "' failed"; });
   }
 }
 
@@ -93,14 +93,16 @@ void IndexBuild::on_restore(Tuple* cur, Tuple* old, size_t undo_pos) noexcept {
   if (failed()) return;
   // cur went in by on_replace (the build was not failed then); old goes back into the primary.
   if (old != nullptr && !fits(old)) {
-    fail_at(undo_pos, err::kFieldType, "Index '" + index_->name() + "' cannot hold a tuple of space '" + space_name_ +
-                                           "': a field it indexes is missing or of another type");
+    fail_at_with(undo_pos, err::kFieldType, [&] {
+      return "Index '" + index_->name() + "' cannot hold a tuple of space '" + space_name_ +
+             "': a field it indexes is missing or of another type";
+    });
     return;
   }
   if (old != nullptr && index_->unique()) {
     Tuple* dup = index_->find_dup(old);
     if (dup != nullptr && dup != cur && dup != old) {
-      fail_at(undo_pos, err::kDuplicateKey, duplicate().what());
+      fail_at_with(undo_pos, err::kDuplicateKey, [&] { return std::string(duplicate().what()); });
       return;
     }
   }

@@ -45,6 +45,7 @@
 #include <memory>
 #include <string>
 
+#include "alloc/fault.h"
 #include "cursor.h"
 #include "errors.h"
 #include "index.h"
@@ -65,7 +66,19 @@ class IndexBuild {
   const DbError& error() const { return *error_; }
   // Stops following writes; the next step throws this error. It stands whatever a rollback
   // does, and replaces a failure that a rollback could still undo.
-  void fail(const char* code, const std::string& message) noexcept;
+  void fail(const char* code, const char* message) noexcept;
+  // fail(code, message()), where building the message allocates: without memory for it, the
+  // failure is ER_MEMORY_ISSUE (a noexcept path must not throw for want of a message).
+  template <class Message>
+  void fail_with(const char* code, Message message) noexcept {
+    try {
+      fault::point();
+      const std::string text = message();
+      fail(code, text.c_str());
+    } catch (...) {
+      fail(err::kMemory, kNoMemory);
+    }
+  }
 
   // The position of a change's undo entry in the space's undo log, or kNoUndo outside a
   // transaction.
@@ -102,7 +115,19 @@ class IndexBuild {
   bool stored(Tuple* t) const { return t != nullptr && fits(t) && index_->find_dup(t) == t; }
   DbError duplicate() const;
   // A failure caused by the change whose undo entry is at undo_pos (kNoUndo: none, it stands).
-  void fail_at(size_t undo_pos, const char* code, const std::string& message) noexcept;
+  void fail_at(size_t undo_pos, const char* code, const char* message) noexcept;
+  // fail_at() with a message built as in fail_with().
+  template <class Message>
+  void fail_at_with(size_t undo_pos, const char* code, Message message) noexcept {
+    try {
+      fault::point();
+      const std::string text = message();
+      fail_at(undo_pos, code, text.c_str());
+    } catch (...) {
+      fail_at(undo_pos, err::kMemory, kNoMemory);
+    }
+  }
+  static constexpr const char* kNoMemory = "Out of memory while building an index";
 
   std::unique_ptr<Index> index_;
   std::unique_ptr<Cursor> walk_;

@@ -421,9 +421,11 @@ void Space::truncate() {
     }
     commit(sp);
   }
-  if (build_)
-    build_->fail(err::kIndexBuildAborted, "Building index '" + build_->index().name() + "' was aborted: space '" +
-                                              name_ + "' was truncated");
+  if (build_) {
+    build_->fail_with(err::kIndexBuildAborted, [&] {
+      return "Building index '" + build_->index().name() + "' was aborted: space '" + name_ + "' was truncated";
+    });
+  }
   if (indexes_.empty() || depth_ > 0) return;
   free_large_tuples();
   for (auto& idx : indexes_) idx->clear();
