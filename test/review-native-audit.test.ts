@@ -804,3 +804,50 @@ describe('index builds: a failure message that cannot be allocated', () => {
     expect([...reasons].sort()).toEqual(['ER_INDEX_BUILD_ABORTED', 'ER_MEMORY_ISSUE']);
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// cursor.h: detach() failing for memory
+// ---------------------------------------------------------------------------------------------
+describe('cursors: the copy that lets a walk outlive its last tuple, failing for memory', () => {
+  // Fixed (noted by this review): detach() marked the cursor detached before copying its last
+  // tuple; had the copy failed for memory, the next step would have resumed from an empty copy
+  // (a null tuple). The copy now comes first, behind an allocation point, and a walk whose copy
+  // failed ends (the error reaches the caller once; later steps return nothing).
+  it.each(['TREE', 'HASH'] as const)('pairs() over a %s primary, each allocation of a step failing in turn', async (type) => {
+    const testing = (await import('../src/native/loader.js')).native.testing;
+    let endedByFailure = 0;
+    try {
+      for (let n = 0; ; n++) {
+        expect(n).toBeLessThan(100);
+        const s = track(new Space(uniq(`detach-${type}`)));
+        s.createIndex('pk', { type, parts: [[1, 'unsigned']] });
+        for (let id = 0; id < 50; id++) s.insert([id, 'x'.repeat(id)]);
+        const it = s.pairs();
+        const seen: number[] = [];
+        for (let k = 0; k < 5; k++) seen.push(it.next().value![0] as number);
+        testing.failAllocationAfter(n);
+        let error: unknown;
+        try {
+          const r = it.next();
+          if (!r.done) seen.push(r.value[0] as number);
+        } catch (e) {
+          error = e;
+        }
+        const fired = testing.disarmAllocationFailure();
+        if (error !== undefined) expect(codeOf(() => { throw error; }), `step #${n}`).toBe('ER_MEMORY_ISSUE');
+        // The tuple the walk stood on goes away before the next step: nothing may read it.
+        s.delete(seen[seen.length - 1]);
+        for (let r = it.next(); !r.done; r = it.next()) seen.push(r.value[0] as number);
+        expect(new Set(seen).size, `no tuple twice (#${n})`).toBe(seen.length);
+        if (error !== undefined && seen.length === 5) endedByFailure++;
+        else expect(seen.length, `the walk went on to the end (#${n})`).toBeGreaterThanOrEqual(49);
+        expect(s.len()).toBe(49);
+        sound(s);
+        if (!fired) break;
+      }
+    } finally {
+      testing.failAllocationAfter(-1);
+    }
+    expect(endedByFailure, 'a step whose copy failed ended the walk').toBeGreaterThan(0);
+  });
+});

@@ -14,7 +14,8 @@
 // Lifetime: while a caller holds the cursor "attached" (inside one native call, or one
 // transaction, during which the tuples it returned cannot be freed) it keeps a pointer to the
 // last tuple. detach() copies that tuple's bytes, so the cursor may outlive the tuple; call it
-// before control returns to JavaScript. The cursor refers to its Index by pointer: the space
+// before control returns to JavaScript. If that copy fails for memory, detach() throws and the
+// walk is over (next() returns nullptr): it could not resume safely. The cursor refers to its Index by pointer: the space
 // that owns both must outlive it (the binding enforces this and checks for drop()).
 //
 // save()/restore(): one saved position (the expiry chunk saves at its start and restores when
@@ -27,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "alloc/fault.h"
 #include "index.h"
 #include "msgpack.h"
 
@@ -146,12 +148,26 @@ class CursorImpl : public Cursor {
   void reset() final { s_ = State{}; }
   void detach() final {
     if (!s_.attached) return;
+    if (s_.last != nullptr) {
+      try {
+        fault::point();
+        cursor_detail::copy_tuple(s_.last, &s_.last_copy);
+      } catch (...) {
+        // No copy: the walk cannot resume past a tuple that may be freed before its next step
+        // (marked detached without one, it read an empty copy). It ends here instead.
+        s_ = State{};
+        s_.done = true;
+        throw;
+      }
+    }
     s_.attached = false;
-    if (s_.last == nullptr) return;
-    cursor_detail::copy_tuple(s_.last, &s_.last_copy);
   }
   void save() final { saved_ = s_; }
-  void restore() final { s_ = saved_; }
+  // All or nothing: the copy (which allocates) is made before the state changes.
+  void restore() final {
+    State back = saved_;
+    s_ = std::move(back);
+  }
   size_t retained_bytes() const final {
     return (s_.last_copy.capacity() + saved_.last_copy.capacity()) * sizeof(uint64_t);
   }
