@@ -5,6 +5,7 @@
 import { Packr, REUSE_BUFFER_MODE, Unpackr } from 'msgpackr';
 import type { NativeKey, NativeResult } from './loader.js';
 import { CappedError, textOf, type ErrorCode } from '../errors.js';
+import { describe, isArray } from '../validate.js';
 
 export type Tuple = unknown[];
 export type KeyPart = number | string | boolean | bigint;
@@ -232,22 +233,90 @@ function encodeFlat(value: unknown): PackedRange | undefined {
   return flatOut;
 }
 
+// A tuple a write stores (packTuple, packTupleBuffer, packTuples) is checked inside the guard
+// below: its length must be an array length (read once; a Proxy can claim anything), and a
+// batch's elements must be arrays. With `copy` (the space has an insert watcher: a running
+// task's), each tuple is first copied, each field read once, by index, and encoded from that
+// copy, which the space hands to the watcher (takeCopy()): the watcher reads fields after the
+// write committed, and no user code (a getter, a Proxy trap) may run then. Without a watcher a
+// tuple is copied only when it leaves the fast encoder (the walk and msgpackr then read that
+// copy), to keep the common write as fast as it was; its fields the fast encoder read before it
+// gave up are read twice, and a batch without a watcher is read by the walk and by msgpackr. So
+// a getter that answers differently on each read may be stored from another of its answers than
+// with a watcher (README, "Tuples"); what is stored is always well formed.
+let lastCopy: unknown[] = [];
+
+/** The copy the last packTuple/packTuples made with `copy`; it is not kept here. */
+export function takeCopy(): unknown[] {
+  const copy = lastCopy;
+  lastCopy = [];
+  return copy;
+}
+
+/** value.length, read once; it must be an array length, and at most `limit` (a byte each). */
+function checkedLength(value: unknown[], what: string, limit: number): number {
+  const n: unknown = value.length;
+  if (typeof n !== 'number' || !(n >>> 0 === n || (Number.isInteger(n) && n >= 0 && n <= 0xffffffff))) {
+    throw new CappedError(`${what} has a length that no array has: ${textOf(n)}`, 'ER_TUPLE_FORMAT');
+  }
+  if (n > limit) throw new CappedError(`${what} has ${n} elements: more than the ${limit} bytes it may encode to`, 'ER_TUPLE_TOO_LARGE');
+  return n;
+}
+
+/** A plain copy of an array's elements, each read once, by index. */
+function copyElements(value: unknown[], what: string, limit: number): unknown[] {
+  const n = checkedLength(value, what, limit);
+  const copy = new Array<unknown>(n);
+  for (let i = 0; i < n; i++) copy[i] = value[i];
+  return copy;
+}
+
+function batchTuple(value: unknown, i: number): unknown[] {
+  if (!isArray(value)) throw new CappedError(`insertMany: tuple #${i}: a tuple must be an array, got ${describe(value)}`, 'ER_TUPLE_FORMAT');
+  return value;
+}
+
 // msgpackr throws plain errors for what MessagePack cannot hold (a BigInt beyond 64 bits, a
 // Symbol, a cyclic array); they become CappedErrors with a code.
-function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = false, limit = MAX_ENCODED): Buffer {
+// tuples: 1, a tuple a write stores; 2, a batch of them (`limit` is then one tuple's, and the
+// batch's is limitOf(limit, its length)); checked, and copied with `copy` (see lastCopy).
+function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = false, limit = MAX_ENCODED,
+  tuples: 0 | 1 | 2 = 0, copy = false): Buffer {
   if (packing) {
     throw new CappedError(`${what} cannot be encoded while another tuple or key is being encoded ` +
       '(a getter inside a tuple or key called the space)', 'ER_ILLEGAL_PARAMS');
   }
   packing = true;
   try {
+    if (tuples === 1) {
+      // The space's checkTuple found an array already.
+      if (copy) value = lastCopy = copyElements(value as unknown[], what, limit);
+      else checkedLength(value as unknown[], what, limit);
+    } else if (tuples === 2) {
+      const batch = value as unknown[];
+      if (copy) {
+        const copies = copyElements(batch, 'insertMany: the batch', MAX_ENCODED);
+        for (let i = 0; i < copies.length; i++) copies[i] = copyElements(batchTuple(copies[i], i), `insertMany: tuple #${i}`, limit);
+        value = lastCopy = copies;
+        limit = limitOf(limit, copies.length);
+      } else {
+        const n = checkedLength(batch, 'insertMany: the batch', MAX_ENCODED);
+        for (let i = 0; i < n; i++) checkedLength(batchTuple(batch[i], i), `insertMany: tuple #${i}`, limit);
+        limit = limitOf(limit, n);
+      }
+    }
     if (flat) {
       const done = encodeFlat(value);
       if (done !== undefined) return done;
+      // Off the fast path, the walk and msgpackr read the tuple from one copy: a getter that
+      // answers differently on each read cannot pass the walk's checks with one answer and be
+      // encoded from another (a lone surrogate then became U+FFFD on its way in).
+      if (tuples === 1 && !copy) value = copyElements(value as unknown[], what, limit);
     }
     checkWalk(value, code, what, limit);
     return packr.pack(value, mode);
   } catch (error) {
+    if (copy) lastCopy = [];
     if (error instanceof CappedError) throw error;
     throw new CappedError(`${what} cannot be encoded as MessagePack: ${textOf(error)}`, code);
   } finally {
@@ -275,6 +344,21 @@ export type PackedRange = Buffer & { start: number; end: number };
 // working buffer with start/end instead of allocating a subarray (about 40 ns a call).
 export function packRange(value: unknown, limit = MAX_ENCODED): PackedRange {
   return encode(value, 'ER_TUPLE_FORMAT', 'the tuple', REUSE_BUFFER_MODE, true, limit) as PackedRange;
+}
+
+/** packRange for a tuple a write stores, checked and, with `copy`, encoded from a copy (see lastCopy). */
+export function packTuple(value: unknown, limit = MAX_ENCODED, copy = false): PackedRange {
+  return encode(value, 'ER_TUPLE_FORMAT', 'the tuple', REUSE_BUFFER_MODE, true, limit, 1, copy) as PackedRange;
+}
+
+/** packTuple into a Buffer of its own (for a call that packs something else before the addon copies it). */
+export function packTupleBuffer(value: unknown, limit = MAX_ENCODED, copy = false): Buffer {
+  return encode(value, 'ER_TUPLE_FORMAT', 'the tuple', 0, false, limit, 1, copy);
+}
+
+/** A batch of tuples a write stores, each checked and, with `copy`, copied; `limit`: one tuple's. */
+export function packTuples(value: unknown, limit = MAX_ENCODED, copy = false): Buffer {
+  return encode(value, 'ER_TUPLE_FORMAT', 'the tuple', 0, false, limit, 2, copy);
 }
 
 // Numbers and booleans cross as they are (the addon encodes them, exactly); strings and arrays

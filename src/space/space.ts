@@ -8,7 +8,9 @@
 // brings its next wake-up forward for a tuple that expires sooner). With no watcher, an insert
 // pays one check of a private field.
 import { createSpaceHandle, type NativeSpace } from '../native/loader.js';
-import { applied, decodeApplied, decodeEach, limitOf, pack, packKey, packOps, packRange, scratchBuffer, type Key, type Tuple } from '../native/codec.js';
+import {
+  applied, decodeApplied, decodeEach, limitOf, packKey, packOps, packTuple, packTupleBuffer, packTuples, scratchBuffer, takeCopy, type Key, type Tuple,
+} from '../native/codec.js';
 import { CappedError, illegal } from '../errors.js';
 import { checkCount, checkName, checkOptions, checkTuple, isArray } from '../validate.js';
 import { checkKey, type IndexType, type IteratorType } from './args.js';
@@ -278,17 +280,18 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     return pk as Index<T, K>;
   }
 
-  // With a watcher (a running task's), a write packs a plain copy of the tuple, taken before the
-  // native call, and the watcher is handed that copy: it reads fields after the write committed,
-  // and the caller's array may have getters or be a Proxy, whose code must not run then (a throw
-  // there reported a stored tuple as failed, and a getter could answer differently).
+  // With an insert watcher (a running task's), a write packs a plain copy of the tuple, each field
+  // read once inside the codec's guard (codec.ts, lastCopy), and the watcher is handed that copy:
+  // it reads fields after the write committed, and the caller's array may have getters or be a
+  // Proxy, whose code must not run then (a throw there reported a stored tuple as failed).
   insert(tuple: T): T {
     if (this.#now !== undefined) return this.#insertTtl(tuple);
-    const stored = this.#watch === undefined ? checkTuple('insert', tuple) : plainCopy(checkTuple('insert', tuple));
-    const b = packRange(stored, this.#maxTupleSize);
+    const watching = this.#watch !== undefined;
+    const b = packTuple(checkTuple('insert', tuple), this.#maxTupleSize, watching);
+    const stored = watching ? takeCopy() : undefined;
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, false, b.start, b.end);
-    if (stored !== tuple) this.#watch?.(stored as Tuple);
+    if (stored !== undefined) this.#watch?.(stored as Tuple);
     if (this.#evictions !== undefined) this.#reportEvicted();
     return tuple;
   }
@@ -297,21 +300,23 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   // block it (it is replaced, in the same native statement). now() runs before packing.
   #insertTtl(tuple: T): T {
     const now = (this.#now as () => number)();
-    const stored = this.#watch === undefined ? checkTuple('insert', tuple) : plainCopy(checkTuple('insert', tuple));
-    const b = packRange(stored, this.#maxTupleSize);
+    const watching = this.#watch !== undefined;
+    const b = packTuple(checkTuple('insert', tuple), this.#maxTupleSize, watching);
+    const stored = watching ? takeCopy() : undefined;
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, false, b.start, b.end, now);
-    if (stored !== tuple) this.#watch?.(stored as Tuple);
+    if (stored !== undefined) this.#watch?.(stored as Tuple);
     if (this.#evictions !== undefined) this.#reportEvicted();
     return tuple;
   }
 
   replace(tuple: T): T {
-    const stored = this.#watch === undefined ? checkTuple('replace', tuple) : plainCopy(checkTuple('replace', tuple));
-    const b = packRange(stored, this.#maxTupleSize);
+    const watching = this.#watch !== undefined;
+    const b = packTuple(checkTuple('replace', tuple), this.#maxTupleSize, watching);
+    const stored = watching ? takeCopy() : undefined;
     if (atomicActive) enlist(this, this.#h);
     this.#h.insert(b, true, b.start, b.end);
-    if (stored !== tuple) this.#watch?.(stored as Tuple);
+    if (stored !== undefined) this.#watch?.(stored as Tuple);
     if (this.#evictions !== undefined) this.#reportEvicted();
     return tuple;
   }
@@ -319,20 +324,20 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   /** Inserts every tuple in one native call, all or nothing. Returns the count. */
   insertMany(tuples: T[]): number {
     if (!isArray(tuples)) throw new CappedError('insertMany: expects an array of tuples', 'ER_TUPLE_FORMAT');
-    // With a watcher, the batch and each tuple are copied first, by index (as for insert above).
-    const batch: unknown[] = this.#watch === undefined ? tuples : plainCopy(tuples).map((t) => (isArray(t) ? plainCopy(t) : t));
-    batch.forEach((t, i) => checkTuple(`insertMany: tuple #${i}`, t));
     if (atomicActive) enlist(this, this.#h);
     const now = this.#now?.();
-    const count = this.#h.insertMany(pack(batch, limitOf(this.#maxTupleSize, batch.length)), now);
+    // Each tuple is checked as the batch is packed, and with a watcher the batch and each tuple
+    // are copied there by index (as for insert above): nothing iterates the caller's array.
+    const watching = this.#watch !== undefined;
+    const bytes = packTuples(tuples, this.#maxTupleSize, watching);
+    const batch = watching ? takeCopy() : [];
+    const count = this.#h.insertMany(bytes, now);
     // Read the watcher again for each tuple: one (a task's, through its clock) may kill its task,
     // or drop the space, which unregisters it halfway through the batch.
-    if (batch !== tuples) {
-      for (let i = 0; i < batch.length; i++) {
-        const watch = this.#watch;
-        if (watch === undefined) break;
-        watch(batch[i] as Tuple);
-      }
+    for (let i = 0; i < batch.length; i++) {
+      const watch = this.#watch;
+      if (watch === undefined) break;
+      watch(batch[i] as Tuple);
     }
     if (this.#evictions !== undefined) this.#reportEvicted();
     return count;
@@ -356,7 +361,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
    * primary key is dropped). Returns nothing, as in Tarantool.
    */
   upsert(tuple: T, ops: UpdateOp[]): void {
-    const t = pack(checkTuple('upsert', tuple), this.#maxTupleSize);
+    const t = packTupleBuffer(checkTuple('upsert', tuple), this.#maxTupleSize);
     const end = packOpsFast(checkOps('upsert', ops));
     if (atomicActive) enlist(this, this.#h);
     const o = end >= 0 ? opsBufferOf() : packOps(ops, limitOf(this.#maxTupleSize, ops.length));
@@ -445,10 +450,3 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   }
 }
 
-/** A plain array with the same elements, each read once, by index (holes read as undefined). */
-function plainCopy(array: readonly unknown[]): unknown[] {
-  const n = array.length;
-  const copy = new Array<unknown>(n);
-  for (let i = 0; i < n; i++) copy[i] = array[i];
-  return copy;
-}
