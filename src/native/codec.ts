@@ -53,8 +53,19 @@ const WALK_BUDGET = 1 << 22;
 export const MAX_ENCODED = 2 ** 32;
 
 class WalkError extends Error {
-  constructor(readonly kind: 'depth' | 'size') {
+  constructor(readonly kind: 'depth' | 'size' | 'view', readonly view?: string) {
     super(kind);
+  }
+}
+
+// msgpackr writes a typed array as binary data, but copies its elements, not its bytes: a
+// Float64Array's header said 16 bytes and held each element cut to one byte, then whatever its
+// buffer held before (other writes' data); a DataView came out empty. Such views are refused;
+// a Uint8Array (a Buffer), an Int8Array or a Uint8ClampedArray (one byte an element) and an
+// ArrayBuffer are stored as their bytes, read back as a Buffer.
+function checkView(value: ArrayBufferView): void {
+  if (value instanceof DataView || (value as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT > 1) {
+    throw new WalkError('view', Object.prototype.toString.call(value).slice(8, -1));
   }
 }
 
@@ -70,7 +81,11 @@ function wellFormed(value: unknown, depth: number): boolean {
     for (let i = 0; i < value.length; i++) if (!wellFormed(value[i], depth + 1)) return false;
     return true;
   }
-  if (ArrayBuffer.isView(value) || value instanceof Date) return true;
+  if (ArrayBuffer.isView(value)) {
+    checkView(value);
+    return true;
+  }
+  if (value instanceof Date) return true;
   if (value instanceof Map || value instanceof Set) {
     for (const [k, v] of value.entries()) if (!wellFormed(k, depth + 1) || !wellFormed(v, depth + 1)) return false;
     return true;
@@ -102,6 +117,7 @@ function sizeWalk(value: unknown, depth: number, memo: Map<object, number>, limi
   let size = 1;
   let nested = false;
   if (ArrayBuffer.isView(value)) {
+    checkView(value);
     size += value.byteLength;
   } else if (value instanceof Date) {
     // a timestamp
@@ -160,6 +176,10 @@ function checkWalk(value: unknown, code: ErrorCode, what: string, limit: number)
     if (!(error instanceof WalkError)) throw error;
     if (error.kind === 'depth') {
       throw new CappedError(`${what} nests containers deeper than ${MAX_WALK_DEPTH} levels (a cycle?); at most 32 are stored`, code);
+    }
+    if (error.kind === 'view') {
+      throw new CappedError(`${what} holds a ${error.view}, which would not be stored as its bytes: pass a Buffer of them ` +
+        '(Buffer.from(view.buffer, view.byteOffset, view.byteLength))', code);
     }
     throw new CappedError(`${what} would encode to more than ${limit} bytes, the most it may take here ` +
       '(an object graph with shared references, expanded on every path?)', 'ER_TUPLE_TOO_LARGE');
