@@ -27,6 +27,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { mulberry32 } from './lib/random.js';
+import { median } from './lib/measure.js';
 
 /** Every store gets the same payload string (a fresh one per insert for some would be more work for them). */
 const PAYLOAD = 'session:'.padEnd(48, 'x');
@@ -287,11 +288,6 @@ const LABEL: Record<Kind, string> = {
 
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
 
 /** One store's runs: the median, and with more than one run its range, e.g. `12.0 (11.1–13.6)`. */
 function spread(runs: RunResult[], pick: (r: RunResult) => number, format: (n: number) => string): string {
