@@ -138,11 +138,12 @@ describe('due-time wake-ups under attack', () => {
     expect(task.stats().chunks).toBe(2);
   });
 
-  // The insert packs the tuple (reading the getter) and then hands the same array to the task,
-  // which reads the getter again: a getter that changes its answer moves the due-time wake-up
-  // (documented, left alone: reading the TTL back from the packed bytes would cost every insert).
-  // The formula's wait still bounds how late the stored TTL is served.
-  test('a TTL read through a getter that changes its answer: deleted within the formula\'s wait', () => {
+  // Until 2026-11-26 the insert packed the tuple (reading the getter) and then handed the same
+  // array to the task, which read the getter again: a getter that changed its answer moved the
+  // due-time wake-up, and only the formula's wait (1000 ms) bounded how late the stored TTL was
+  // served. With a task watching, a write now reads each field once into a copy, packs that and
+  // hands it to the task: the wake-up comes at the TTL that was stored.
+  test('a TTL read through a getter that changes its answer: the wake-up comes at the TTL stored', () => {
     const space = makeSpace();
     space.insert([1, BASE + 3_600_000]);
     const task = start(space);
@@ -151,8 +152,9 @@ describe('due-time wake-ups under attack', () => {
     const tuple: unknown[] = [2];
     Object.defineProperty(tuple, 1, { enumerable: true, get: () => (reads++ === 0 ? BASE + 200 : BASE + 3_600_000) });
     space.insert(tuple);
+    expect(reads).toBe(1);
     expect(space.get(2)).toEqual([2, BASE + 200]);
-    expectNextChunkAfter(task, 1000);
+    expectNextChunkAfter(task, 200);
     expect(space.get(2)).toBeUndefined();
   });
 
