@@ -2,6 +2,7 @@
 // by encodeFlat, into the same bytes), and what the addon returns is unpacked here. Reads land in
 // one reusable scratch Buffer (the addon returns the byte count) unless they are larger, in which
 // case the addon returns a fresh Buffer.
+import { types } from 'node:util';
 import { Packr, REUSE_BUFFER_MODE, Unpackr } from 'msgpackr';
 import type { NativeKey, NativeResult } from './loader.js';
 import { CappedError, textOf, type ErrorCode } from '../errors.js';
@@ -60,13 +61,39 @@ class WalkError extends Error {
 
 // msgpackr writes a typed array as binary data, but copies its elements, not its bytes: a
 // Float64Array's header said 16 bytes and held each element cut to one byte, then whatever its
-// buffer held before (other writes' data); a DataView came out empty. Such views are refused;
-// a Uint8Array (a Buffer), an Int8Array or a Uint8ClampedArray (one byte an element) and an
-// ArrayBuffer are stored as their bytes, read back as a Buffer.
-function checkView(value: ArrayBufferView): void {
-  if (value instanceof DataView || (value as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT > 1) {
-    throw new WalkError('view', Object.prototype.toString.call(value).slice(8, -1));
+// buffer held before (other writes' data); a DataView came out empty; a view or an ArrayBuffer
+// of another realm (node:vm), or a SharedArrayBuffer, fails msgpackr's instanceof checks and
+// came out as a plain object. So only this realm's byte views (Uint8Array and Buffer, Int8Array,
+// Uint8ClampedArray) and ArrayBuffers pass, stored as their bytes and read back as a Buffer. The
+// kind is read from the value's internal slots (node:util types), which a subclass or an own
+// BYTES_PER_ELEMENT cannot fake.
+function checkView(value: object): void {
+  const byteView = types.isUint8Array(value) || types.isInt8Array(value) || types.isUint8ClampedArray(value);
+  if (byteView && (value instanceof Uint8Array || value instanceof Int8Array || value instanceof Uint8ClampedArray)) return;
+  if (!byteView && types.isArrayBuffer(value) && value instanceof ArrayBuffer) return;
+  throw new WalkError('view', Object.prototype.toString.call(value).slice(8, -1));
+}
+
+// What msgpackr packs in place of an object that is not a plain object, an array, a Map, a Set,
+// a Date or binary data: a user class's toJSON() result; an Error's name, message and cause; a
+// RegExp's source and flags. The walks check that instead, so a typed array or a lone surrogate
+// reached that way is refused like one in the tuple itself. (toJSON runs here and again in
+// msgpackr: one that answers differently the second time is not checked, as a getter is not.)
+// msgpackr's rule: a toJSON is used unless the value's class is one msgpackr writes itself (the
+// classes below, subclasses excepted) or the toJSON is Date's or Buffer's own.
+const WRITTEN_AS_IS = new Set<unknown>([Object, Array, Map, Set, Date, RegExp, Error, ArrayBuffer, Buffer, Uint8Array, Int8Array,
+  Uint8ClampedArray, Uint16Array, Int16Array, Uint32Array, Int32Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array, DataView]);
+const dateToJSON = Date.prototype.toJSON;
+const bufferToJSON = Buffer.prototype.toJSON;
+
+function packedInstead(value: object): unknown {
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function' && toJSON !== dateToJSON && toJSON !== bufferToJSON && !WRITTEN_AS_IS.has(value.constructor)) {
+    return (toJSON as () => unknown).call(value);
   }
+  if (value instanceof Error) return [value.name, value.message, (value as { cause?: unknown }).cause];
+  if (value instanceof RegExp) return [value.source, value.flags];
+  return value;
 }
 
 let walkVisits = 0;
@@ -81,7 +108,9 @@ function wellFormed(value: unknown, depth: number): boolean {
     for (let i = 0; i < value.length; i++) if (!wellFormed(value[i], depth + 1)) return false;
     return true;
   }
-  if (ArrayBuffer.isView(value)) {
+  const instead = packedInstead(value);
+  if (instead !== value) return wellFormed(instead, depth + 1);
+  if (ArrayBuffer.isView(value) || types.isAnyArrayBuffer(value)) {
     checkView(value);
     return true;
   }
@@ -116,9 +145,15 @@ function sizeWalk(value: unknown, depth: number, memo: Map<object, number>, limi
   if (depth > MAX_WALK_DEPTH) throw new WalkError('depth');
   let size = 1;
   let nested = false;
-  if (ArrayBuffer.isView(value)) {
+  const instead = Array.isArray(value) ? value : packedInstead(value);
+  if (instead !== value) {
+    const n = sizeWalk(instead, depth + 1, memo, limit);
+    if (n < 0) return -1;
+    size += n;
+    nested = true;
+  } else if (ArrayBuffer.isView(value) || types.isAnyArrayBuffer(value)) {
     checkView(value);
-    size += value.byteLength;
+    size += (value as ArrayBufferView | ArrayBuffer).byteLength;
   } else if (value instanceof Date) {
     // a timestamp
   } else {
@@ -224,9 +259,11 @@ export function writeNumber(b: Buffer, p: number, v: number): number {
 const flatOut = Buffer.allocUnsafeSlow(1 + 15 * 32) as PackedRange;
 flatOut.start = 0;
 
-function encodeFlat(value: unknown): PackedRange | undefined {
+// `length`: the tuple's length when the caller read and checked it already (a Proxy may answer
+// differently on a second read).
+function encodeFlat(value: unknown, length = -1): PackedRange | undefined {
   if (!Array.isArray(value)) return undefined;
-  const n = value.length;
+  const n = length >= 0 ? length : value.length;
   if (n >= 16) return undefined;
   const b = flatOut;
   b[0] = 0x90 | n;
@@ -308,10 +345,11 @@ function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = 
   }
   packing = true;
   try {
+    let length = -1;
     if (tuples === 1) {
       // The space's checkTuple found an array already.
       if (copy) value = lastCopy = copyElements(value as unknown[], what, limit);
-      else checkedLength(value as unknown[], what, limit);
+      else length = checkedLength(value as unknown[], what, limit);
     } else if (tuples === 2) {
       const batch = value as unknown[];
       if (copy) {
@@ -326,13 +364,14 @@ function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = 
       }
     }
     if (flat) {
-      const done = encodeFlat(value);
+      const done = encodeFlat(value, length);
       if (done !== undefined) return done;
-      // Off the fast path, the walk and msgpackr read the tuple from one copy: a getter that
-      // answers differently on each read cannot pass the walk's checks with one answer and be
-      // encoded from another (a lone surrogate then became U+FFFD on its way in).
-      if (tuples === 1 && !copy) value = copyElements(value as unknown[], what, limit);
     }
+    // Off the fast path (or without one: upsert), the walk and msgpackr read the tuple's fields
+    // from one copy: a field's getter that answers differently on each read cannot pass the
+    // walk's checks with one answer and be encoded from another (a lone surrogate then became
+    // U+FFFD on its way in, a Float64Array the bytes of other writes).
+    if (tuples === 1 && !copy) value = copyElements(value as unknown[], what, limit);
     checkWalk(value, code, what, limit);
     return packr.pack(value, mode);
   } catch (error) {
