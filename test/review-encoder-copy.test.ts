@@ -14,9 +14,10 @@
 // their fixes; one comment marks what is left as documented.
 import vm from 'node:vm';
 import { afterEach, describe, expect, test } from 'vitest';
-import { CappedError, Space, atomic, expirationd } from '../src/index.js';
+import { Space, atomic, expirationd } from '../src/index.js';
 import { onInsert } from '../src/space/space.js';
 import { takeCopy } from '../src/native/codec.js';
+import { codeOrNone as codeOf } from './support/errors.js';
 
 const spaces: Space<any, any>[] = [];
 function track<S extends Space<any, any>>(s: S): S {
@@ -28,15 +29,6 @@ afterEach(() => {
   for (const s of spaces.splice(0)) if (!s.dropped) s.drop();
 });
 
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof CappedError) return error.code;
-    return `not a CappedError: ${String(error)}`;
-  }
-  return 'no error';
-}
 function messageOf(fn: () => unknown): string {
   try {
     fn();

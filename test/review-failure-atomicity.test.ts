@@ -783,7 +783,6 @@ describe('createIndex and createIndexAsync failing late', () => {
     s.createIndex('name', { parts: [[2, 'string']] });
     for (let i = 0; i < 200; i++) s.insert([i, `n${i}`, i % 3, 't', i, i === 0 ? 'dup-me' : `p${i}`]);
     spoil(s);
-    const before = snapshot(s);
     const error = attempt([s], () => s.createIndex('pay', { type, parts: [[6, 'string']] }), 'createIndex');
     expect(error).toBeDefined();
     expect(s.indexes.map((i) => i.name)).toEqual(['pk', 'name']);

@@ -8,6 +8,7 @@
 // Clocks are injected (`now` options) or faked (vi fake timers); nothing waits in real time.
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { CappedError, Space, atomic, expirationd, type Task } from '../src/index.js';
+import { codeOrNone as codeOf } from './support/errors.js';
 
 const TASK_TIMERS = ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] as const;
 const spaces: Space<any, any>[] = [];
@@ -26,16 +27,6 @@ afterEach(() => {
   }
 });
 
-/** The error code of what `fn` throws (a CappedError), or 'no error'. */
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof CappedError) return error.code;
-    return `not a CappedError: ${String(error)}`;
-  }
-  return 'no error';
-}
 
 // ---------------------------------------------------------------------------------------------
 // 1. Sliding sessions (Redis `SET sess:<tok> … EX 1800` + `EXPIRE` on every request; ttlcache

@@ -32,3 +32,14 @@ export function codeOf(fn: () => unknown): string {
   }
   throw new Error('expected the call to throw');
 }
+
+/** The code of the CappedError fn throws, 'no error' when it returns, or what else it threw. */
+export function codeOrNone(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof CappedError) return error.code;
+    return `not a CappedError: ${String(error)}`;
+  }
+  return 'no error';
+}
