@@ -1,9 +1,9 @@
 // Issue 15, fewer wake-ups for a paced pass: a timer wake-up runs k chunks back to back (a
 // setImmediate between two of them, each its own transaction), k = max(ceil(chunks per pass /
-// 100), ceil(50 ms / chunkDelay)) and at most the chunks per pass, stopping early once the burst
+// 100), ceil(200 ms / chunkDelay)) and at most the chunks per pass, stopping early once the burst
 // used 10 ms of CPU, then sleeps n * chunkDelay for the n chunks it ran (plus fullScanDelay after
 // the chunk that ends a pass): the formula's average rate, with at most about 100 timer wake-ups
-// per pass, at least 50 ms apart while chunks are cheap. The chunks' CPU comes from the injected
+// per pass, at least 200 ms apart while chunks are cheap. The chunks' CPU comes from the injected
 // CPU clock.
 import { describe, expect, test, vi } from 'vitest';
 import { Space, expirationd, type Task, type TaskOptions } from '../src/index.js';
@@ -61,38 +61,38 @@ describe('bursts', () => {
 
   test('a 5,000-tuple pass at scanSize 10 and scanTime 30 runs 6 chunks per wake-up and sleeps 6 chunk delays', () => {
     // ceil(5001 / 10) = 501 chunks per pass, k = ceil(501 / 100) = 6; chunkDelay = 10 * 30 / 5001 s
-    // (60 ms, above the 50 ms gap, which therefore asks for 1). The sleep: 359.9 ms.
+    // (60 ms; the 200 ms gap asks for ceil(200 / 60) = 4, fewer). The sleep: 359.9 ms.
     expectBursts(30, 6);
   });
 
-  test('short waits: the same pass at scanTime 1 runs 26 chunks per wake-up, 52 ms apart', () => {
-    // chunkDelay = 10 / 5001 s = 2.0 ms: k = ceil(50 / 2.0) = 26 chunks, then a sleep of 26 delays
-    // (51.99 ms).
-    expect(MIN_WAKEUP_GAP).toBe(0.05);
-    expectBursts(1, 26);
+  test('short waits: the same pass at scanTime 1 runs 101 chunks per wake-up, 202 ms apart', () => {
+    // chunkDelay = 10 / 5001 s = 2.0 ms: k = ceil(200 / 2.0) = 101 chunks, then a sleep of 101
+    // delays (201.96 ms).
+    expect(MIN_WAKEUP_GAP).toBe(0.2);
+    expectBursts(1, 101);
   });
 
-  test('a 1,000-chunk pass at scanTime 1 takes about 20 wake-ups, each at least 50 ms after the last burst', () => {
+  test('a 1,000-chunk pass at scanTime 1 takes 5 wake-ups, each at least 200 ms after the last burst', () => {
     const space = makeSpace(100_000);
-    // chunkDelay = 100 / 100,001 s (1.0 ms): k = ceil(50.0005) = 51, so ceil(1001 / 51) = 20 wake-ups.
+    // chunkDelay = 100 / 100,001 s (1.0 ms): k = ceil(200.002) = 201, so ceil(1000 / 201) = 5 wake-ups.
     const { times, options } = chunkTimes({ scanSize: 100, scanTime: 1, fullScanDelay: 3600 });
     const task = start(space, options);
     for (let i = 0; i < 100_000 && task.stats().fullScans < 1; i++) vi.advanceTimersToNextTimer();
     const stats = task.stats();
-    expect(stats).toMatchObject({ fullScans: 1, wakeups: 20 });
+    expect(stats).toMatchObject({ fullScans: 1, wakeups: 5 });
     expect(stats.chunks).toBe(1000);  // the formula counts one more (len + 1)
     // The fake times at which chunks ran: within a burst each setImmediate link takes 1 fake ms;
-    // between two bursts lies the sleep of 51 chunk delays (51.0 ms).
+    // between two bursts lies the sleep of 201 chunk delays (201.0 ms).
     const distinct = [...new Set(times)];
     const gaps = distinct.slice(1).map((t, i) => t - distinct[i]);
-    expect(gaps.filter((g) => g >= 50)).toHaveLength(19);
-    expect(gaps.every((g) => g >= 50 || g <= 1)).toBe(true);
+    expect(gaps.filter((g) => g >= 200)).toHaveLength(4);
+    expect(gaps.every((g) => g >= 200 || g <= 1)).toBe(true);
   });
 
   test('a pass shorter than one gap runs whole in one wake-up, as does any pass at iterationDelay 0', () => {
     // 50 tuples at scanSize 10: ceil(51 / 10) = 6 chunks per pass by the formula (the pass ends in
     // its fifth), chunkDelay = 10 * 0.01 / 51 s (2 ms) asks for
-    // 26: the whole pass, once.
+    // 102: the whole pass, once.
     const small = start(makeSpace(50), { scanSize: 10, scanTime: 0.01, fullScanDelay: 3600 });
     runNow(small);
     expect(small.stats()).toMatchObject({ chunks: 5, wakeups: 1, fullScans: 1 });
@@ -104,7 +104,7 @@ describe('bursts', () => {
 
   test('a pass of 1,000 chunks takes at most 100 wake-ups and keeps the formula\'s average rate', () => {
     const space = makeSpace(100_000);
-    // scanTime 60: chunkDelay = 100 * 60 / 100,001 s (60 ms), above the gap.
+    // scanTime 60: chunkDelay = 100 * 60 / 100,001 s (60 ms); the gap asks for ceil(200 / 60) = 4.
     const task = start(space, { scanSize: 100, scanTime: 60, fullScanDelay: 3600 });
     const startedAt = Date.now();
     let endedAt = 0;
@@ -144,8 +144,9 @@ describe('bursts', () => {
 
   test('the burst that ends a pass sleeps its chunks\' delays plus fullScanDelay', () => {
     const space = makeSpace(1500);
-    // ceil(1501 / 10) = 151 chunks per pass, so k = 2.
-    const { times, options } = chunkTimes({ scanSize: 10, scanTime: 15, fullScanDelay: 7 });
+    // ceil(1501 / 10) = 151 chunks per pass, so k = 2 (chunkDelay = 10 * 45 / 1501 s, 300 ms,
+    // above the gap).
+    const { times, options } = chunkTimes({ scanSize: 10, scanTime: 45, fullScanDelay: 7 });
     const task = start(space, options);
     for (let i = 0; i < 10_000 && task.stats().fullScans < 1; i++) vi.advanceTimersToNextTimer();
     const chunks = task.stats().chunks;
@@ -153,14 +154,14 @@ describe('bursts', () => {
     const { wakeups } = task.stats();
     const lastBurst = chunks - 2 * (wakeups - 1);
     expect(lastBurst === 1 || lastBurst === 2).toBe(true);
-    const wait = lastBurst * 10 * 15 / 1501 * 1000 + 7000;
+    const wait = lastBurst * 10 * 45 / 1501 * 1000 + 7000;
     advanceTo(last + Math.floor(wait) - 1);
     expect(task.stats().chunks).toBe(chunks);
     advanceTo(last + Math.ceil(wait));
     expect(task.stats()).toMatchObject({ wakeups: wakeups + 1, fullScans: 1 });
   });
 
-  test('passes under 100 chunks keep one chunk per wake-up when the wait is at least 50 ms', () => {
+  test('passes under 100 chunks keep one chunk per wake-up when the wait is at least 200 ms', () => {
     const space = makeSpace(990);
     const task = start(space, { scanSize: 10, scanTime: 99.1 });
     runNow(task);
@@ -181,7 +182,7 @@ describe('bursts', () => {
     expect(task.stats().chunks).toBe(chunks);
   });
 
-  // A careless onExpired inside a 26-chunk burst (scanSize 10, scanTime 1: bursts of 26 chunks):
+  // A careless onExpired inside a 101-chunk burst (scanSize 10, scanTime 1: bursts of 101 chunks):
   // whatever it does, no live tuple is deleted, every deleted tuple was delivered, and a kill or a
   // drop inside the burst ends it with no timer left.
   function mixedSpace(): Space {

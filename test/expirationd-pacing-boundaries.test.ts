@@ -88,10 +88,11 @@ describe('failures', () => {
     space.insertMany(tuples);
     let calls = 0;
     const errors: unknown[] = [];
-    // iterationDelay caps the formula at 100 ms whatever the length; a chunk that failed once
-    // waits max(100 ms, 100 ms * 2^1) = 200 ms.
+    // iterationDelay caps the formula at 250 ms whatever the length (at least the 200 ms gap
+    // between wake-ups: one chunk per wake-up); a chunk that failed once waits max(250 ms,
+    // 250 ms * 2^1) = 500 ms.
     const task = expirationd.start('reset', space, {
-      field: 2, unit: 'ms', now: () => Date.now(), scanSize: 4, iterationDelay: 0.1,
+      field: 2, unit: 'ms', now: () => Date.now(), scanSize: 4, iterationDelay: 0.25,
       onExpired: () => {
         if (calls++ === 0) throw new Error('once');
       },
@@ -100,10 +101,10 @@ describe('failures', () => {
     vi.advanceTimersByTime(0);
     expect(task.stats().chunks).toBe(1);
     expect(errors).toHaveLength(1);
-    expect(task.chunkDelay).toBe(0.1);
-    expectNextChunkAfter(task, 200);  // after the failed chunk: backed off
-    expectNextChunkAfter(task, 100);  // after a successful one: the formula again
-    expectNextChunkAfter(task, 100);
+    expect(task.chunkDelay).toBe(0.25);
+    expectNextChunkAfter(task, 500);  // after the failed chunk: backed off
+    expectNextChunkAfter(task, 250);  // after a successful one: the formula again
+    expectNextChunkAfter(task, 250);
     expect(errors).toHaveLength(1);
     expect(space.len()).toBe(200 - 16);  // the failed chunk's halves were delivered: 4 chunks of 4
   });

@@ -12,17 +12,24 @@
 // - Bursts (a paced pass): a timer wake-up runs up to k = burstSize() chunks back to back, where
 //   k = max(ceil(chunks per pass / MAX_WAKEUPS_PER_PASS), ceil(MIN_WAKEUP_GAP / chunkDelay)),
 //   at most the chunks per pass, with chunks per pass = ceil((len + 1) / scanSize) and len =
-//   itIndex.len() when the pass began (or now, if larger). A burst stops early once it has used
-//   BURST_MS of CPU. After n chunks it sleeps n * chunkDelay (plus fullScanDelay when the burst
-//   ended the pass): the formula's average rate, with at most about 100 timer wake-ups per pass,
-//   and wake-ups at least MIN_WAKEUP_GAP apart while the chunks are cheap. A 1M pass at scanSize
-//   1024 and scanTime 1 is 977 chunks with a chunkDelay of 1.02 ms: k = 49, about 20 wake-ups (21
-//   measured by bench:anchor), 50 ms apart. At the default scanTime (chunkDelay 1 s) k = 10: 98
-//   wake-ups. A pass under 100 chunks whose chunkDelay is at least MIN_WAKEUP_GAP runs one chunk
-//   per wake-up, as before.
-//   Why the gap: a timer wake-up of a Node process on these VMs costs about 150 µs of CPU (Node's
-//   timer path run with cold caches after the thread slept; a C program's sleep and wake-up costs
-//   about 35 µs), against 1-5 µs for a setImmediate hop between two chunks of a burst.
+//   itIndex.len() when the pass began (or now, if larger). k is sized once per burst, at its first
+//   chunk. A burst stops early once it has used BURST_MS of CPU. After n chunks it sleeps n *
+//   chunkDelay (plus fullScanDelay when the burst ended the pass): the formula's average rate,
+//   with at most about 100 timer wake-ups per pass, and wake-ups at least MIN_WAKEUP_GAP apart
+//   while the chunks are cheap. A 1M pass at scanSize 1024 and scanTime 1 is 977 chunks with a
+//   chunkDelay of 1.02 ms: k = 196, about 5 wake-ups (6 measured by bench:anchor, the start
+//   included), 200 ms apart. At the default scanTime (chunkDelay 1 s) k = 10: 98 wake-ups. A pass
+//   under 100 chunks whose chunkDelay is at least MIN_WAKEUP_GAP runs one chunk per wake-up, as
+//   before.
+//   Why the gap: a timer wake-up of a Node process on these VMs costs 220-240 µs of CPU after a
+//   10-200 ms sleep (Node's timer path run with cold caches after the thread slept; a C program's
+//   nanosleep and wake-up costs 49-57 µs), against about 7 µs for a setImmediate hop between two
+//   chunks of a burst (`node scripts/wakeup-cost.mjs`, bench/results/wakeup-cost.txt).
+//   At 50 ms a 1M pass at scanTime 1 took 21 wake-ups; at 200 ms it takes 6, about 15 * 230 µs
+//   less CPU (3.5 ms; more on a busy machine, where a wake-up costs more). What the longer gap
+//   costs: a chunk of a paced pass runs up to 200 ms sooner than an even pace would run it (never
+//   later), and a burst holds more of the event loop's turns in a row (196 chunks, each its own
+//   turn: still one chunk per pause, and at most BURST_MS of CPU per burst).
 // - Backlog mode (early-break tasks): a chunk that found only expired tuples is followed at once
 //   by the next chunk, while the task's chunks used less than maxCpuShare of one core over the
 //   last CPU_WINDOW_MS (a sliding window of the chunks' own durations, CpuWindow below). Over
@@ -45,7 +52,7 @@ import type { Config } from './options.js';
 /** A paced pass takes at most about this many timer wake-ups. */
 export const MAX_WAKEUPS_PER_PASS = 100;
 /** A paced pass's timer wake-ups are at least this far apart (seconds), unless BURST_MS cut a burst. */
-export const MIN_WAKEUP_GAP = 0.05;
+export const MIN_WAKEUP_GAP = 0.2;
 /** A burst of a paced pass stops once its chunks used this much CPU (ms). */
 export const BURST_MS = 10;
 /** The sliding window over which maxCpuShare is measured (ms). */
@@ -96,7 +103,8 @@ export function burstSize(config: Config, passLen = 0, len = config.itLen()): nu
   const byPass = Math.ceil(chunksPerPass / MAX_WAKEUPS_PER_PASS);
   const delay = chunkDelay(config, len);
   // A zero wait (iterationDelay 0) asks for no gap at all: the whole pass may run as one burst.
-  // (The epsilon keeps a quotient such as 0.05 / 0.001 from rounding up to 51.)
+  // (The epsilon keeps a quotient that should be whole, such as 0.2 / (0.2 / 95) = 95.00000000000001,
+  // from rounding up to 96.)
   const byGap = delay > 0 ? Math.ceil(MIN_WAKEUP_GAP / delay - 1e-9) : chunksPerPass;
   return Math.max(1, byPass, Math.min(byGap, chunksPerPass));
 }

@@ -152,6 +152,8 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   /** Chunks run, and their CPU (ms), since the last wake-up. */
   #burst = 0;
   #burstCpu = 0;
+  /** The running burst's k (burstSize), sized at its first chunk's end; 0 before that. */
+  #burstLimit = 0;
   /** itIndex.len() when the running pass began (sizes its bursts). */
   #passLen = 0;
   /**
@@ -352,6 +354,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       this.#counters.wakeups++;
       this.#burst = 0;
       this.#burstCpu = 0;
+      this.#burstLimit = 0;
     }
     try {
       this.#tick();
@@ -505,9 +508,11 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       else this.#schedule(this.chunkDelay, false, 'wait');
       return;
     }
-    const len = config.itLen();
-    if (this.#burst < burstSize(config, this.#passLen, len) && this.#burstCpu < BURST_MS) this.#schedule(0, false, 'continue');
-    else this.#schedule(this.#burst * chunkDelay(config, len), false, 'wait');
+    // A burst is sized once, at its first chunk (a native len() call and the arithmetic, not
+    // once per chunk); the sleep after it takes the length as it is then.
+    if (this.#burstLimit === 0) this.#burstLimit = burstSize(config, this.#passLen);
+    if (this.#burst < this.#burstLimit && this.#burstCpu < BURST_MS) this.#schedule(0, false, 'continue');
+    else this.#schedule(this.#burst * chunkDelay(config), false, 'wait');
   }
 
   /** After a pass: the formula's wait (for every chunk of the last burst), or sooner at the due time. */
