@@ -125,6 +125,21 @@ describe('bursts', () => {
     expect(endedAt - startedAt).toBeLessThanOrEqual(sleeps + stats.chunks + 10);
   });
 
+  test('each burst is sized when it starts: a space that doubled between two bursts gets bursts of the new size', () => {
+    const space = makeSpace(5000);
+    // scanSize 10, scanTime 1: chunkDelay = 10 / 5001 s, k = ceil(200 / 2.0) = 101.
+    const task = start(space, { scanSize: 10, scanTime: 1 });
+    runNow(task);
+    expect(task.stats()).toMatchObject({ chunks: 101, wakeups: 1 });
+    const more: unknown[][] = [];
+    for (let id = 5000; id < 10_000; id++) more.push([id, BASE + 3_600_000]);
+    space.insertMany(more);
+    // Now chunkDelay = 10 / 10,001 s (1.0 ms): the next burst runs ceil(200.02) = 201 chunks.
+    vi.advanceTimersToNextTimer();
+    runNow(task);
+    expect(task.stats()).toMatchObject({ chunks: 101 + 201, wakeups: 2 });
+  });
+
   test('a burst stops once its chunks used 10 ms of CPU', () => {
     const space = makeSpace(5000);
     // Each chunk costs 4 ms of injected CPU: bursts of 3 chunks (4, 8, 12 ms), not 6.
