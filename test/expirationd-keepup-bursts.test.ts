@@ -125,7 +125,7 @@ describe('bursts', () => {
     expect(endedAt - startedAt).toBeLessThanOrEqual(sleeps + stats.chunks + 10);
   });
 
-  test('each burst is sized when it starts: a space that doubled between two bursts gets bursts of the new size', () => {
+  test('k follows the length: a space that doubled between two bursts gets bursts of the new size', () => {
     const space = makeSpace(5000);
     // scanSize 10, scanTime 1: chunkDelay = 10 / 5001 s, k = ceil(200 / 2.0) = 101.
     const task = start(space, { scanSize: 10, scanTime: 1 });

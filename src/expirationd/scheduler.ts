@@ -12,11 +12,13 @@
 // - Bursts (a paced pass): a timer wake-up runs up to k = burstSize() chunks back to back, where
 //   k = max(ceil(chunks per pass / MAX_WAKEUPS_PER_PASS), ceil(MIN_WAKEUP_GAP / chunkDelay)),
 //   at most the chunks per pass, with chunks per pass = ceil((len + 1) / scanSize) and len =
-//   itIndex.len() when the pass began (or now, if larger). k is sized once per burst, at its first
-//   chunk. A burst stops early once it has used BURST_MS of CPU. After n chunks it sleeps n *
-//   chunkDelay (plus fullScanDelay when the burst ended the pass): the formula's average rate,
-//   with at most about 100 timer wake-ups per pass, and wake-ups at least MIN_WAKEUP_GAP apart
-//   while the chunks are cheap. A 1M pass at scanSize 1024 and scanTime 1 is 977 chunks with a
+//   itIndex.len() when the pass began (or now, if larger); k is sized again after every chunk,
+//   at the length then. A burst stops early once it has used BURST_MS of CPU. Each chunk owes
+//   the formula's chunkDelay at the length when it ended, and after n chunks the task sleeps what
+//   they owe (n * chunkDelay while the length holds; plus fullScanDelay when the burst ended the
+//   pass; a back-off after a failed chunk is no shorter): the formula's average rate, with at
+//   most about 100 timer wake-ups per pass, and wake-ups at least MIN_WAKEUP_GAP apart while the
+//   chunks are cheap. A 1M pass at scanSize 1024 and scanTime 1 is 977 chunks with a
 //   chunkDelay of 1.02 ms: k = 196, about 5 wake-ups (6 measured by bench:anchor, the start
 //   included), 200 ms apart. At the default scanTime (chunkDelay 1 s) k = 10: 98 wake-ups. A pass
 //   under 100 chunks whose chunkDelay is at least MIN_WAKEUP_GAP runs one chunk per wake-up, as

@@ -152,8 +152,12 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   /** Chunks run, and their CPU (ms), since the last wake-up. */
   #burst = 0;
   #burstCpu = 0;
-  /** The running burst's k (burstSize), sized at its first chunk's end; 0 before that. */
-  #burstLimit = 0;
+  /**
+   * A paced pass's burst: the formula's wait owed for its chunks (seconds), each chunk charged
+   * chunkDelay at the length when it ended, and that length (#chargeChunk).
+   */
+  #burstDelay = 0;
+  #burstLen = 0;
   /** itIndex.len() when the running pass began (sizes its bursts). */
   #passLen = 0;
   /**
@@ -354,7 +358,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       this.#counters.wakeups++;
       this.#burst = 0;
       this.#burstCpu = 0;
-      this.#burstLimit = 0;
+      this.#burstDelay = 0;
     }
     try {
       this.#tick();
@@ -474,6 +478,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       this.#noteFailure(result.error);
       this.#report(result.error);
       if (!this.#alive(epoch)) return;
+      this.#chargeChunk();
       (this.#cursor as NativeCursor).reset();
       this.#endPass(epoch);
       if (this.#alive(epoch)) this.#backOff(true);
@@ -487,12 +492,25 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       this.#failures = 0;
     }
     if (!this.#alive(epoch)) return;
+    this.#chargeChunk();
     if (!result.passEnd) {
       this.#next();
       return;
     }
     this.#endPass(epoch);
     if (this.#alive(epoch)) this.#betweenPasses();
+  }
+
+  /**
+   * A paced pass (a full scan): the chunk that just ended owes the formula's wait at the length
+   * the space has now. Charged chunk by chunk, a burst's sleep follows the space as it grows or
+   * shrinks during the burst; priced at the length when the burst ends, a truncate in its middle
+   * made every chunk of it owe an empty space's wait (iterationDelay: 51 chunks, 51 s).
+   */
+  #chargeChunk(): void {
+    if (this.#config.earlyBreak) return;
+    this.#burstLen = this.#config.itLen();
+    this.#burstDelay += chunkDelay(this.#config, this.#burstLen);
   }
 
   /** Inside a pass: backlog mode, the rest of a burst, or the formula's wait for the chunks run. */
@@ -508,11 +526,8 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       else this.#schedule(this.chunkDelay, false, 'wait');
       return;
     }
-    // A burst is sized once, at its first chunk (a native len() call and the arithmetic, not
-    // once per chunk); the sleep after it takes the length as it is then.
-    if (this.#burstLimit === 0) this.#burstLimit = burstSize(config, this.#passLen);
-    if (this.#burst < this.#burstLimit && this.#burstCpu < BURST_MS) this.#schedule(0, false, 'continue');
-    else this.#schedule(this.#burst * chunkDelay(config), false, 'wait');
+    if (this.#burst < burstSize(config, this.#passLen, this.#burstLen) && this.#burstCpu < BURST_MS) this.#schedule(0, false, 'continue');
+    else this.#schedule(this.#burstDelay, false, 'wait');
   }
 
   /** After a pass: the formula's wait (for every chunk of the last burst), or sooner at the due time. */
@@ -524,7 +539,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     }
     const base = this.chunkDelay;
     if (!config.earlyBreak) {
-      this.#schedule(this.#burst * base + config.fullScanDelay, true, 'wait');
+      this.#schedule(this.#burstDelay + config.fullScanDelay, true, 'wait');
       return;
     }
     let wait = base + config.fullScanDelay;
@@ -639,7 +654,11 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   /** Seconds until the next chunk: the pacing formula, backed off after failed chunks. */
   #delay(betweenPasses: boolean): number {
     const base = this.chunkDelay;
-    const usual = base + (betweenPasses ? this.#config.fullScanDelay : 0);
+    // A paced pass owes the formula's wait for every chunk of its burst: a back-off after a
+    // burst's last chunk is no shorter (a poison tuple at the end of every burst made the pass
+    // run 5 times faster than scanTime).
+    const paced = this.#config.earlyBreak ? base : Math.max(base, this.#burstDelay);
+    const usual = paced + (betweenPasses ? this.#config.fullScanDelay : 0);
     if (this.#failures === 0) return usual;
     const backoff = Math.min(Math.max(base, 0.001) * 2 ** Math.min(this.#failures, 30), MAX_BACKOFF);
     return Math.max(usual, backoff);
