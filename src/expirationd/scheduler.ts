@@ -23,7 +23,7 @@
 //   included), 200 ms apart. At the default scanTime (chunkDelay 1 s) k = 10: 98 wake-ups. A pass
 //   under 100 chunks whose chunkDelay is at least MIN_WAKEUP_GAP runs one chunk per wake-up, as
 //   before.
-//   Why the gap: a timer wake-up of a Node process on these VMs costs 220-240 µs of CPU after a
+//   Why the gap: a timer wake-up of a Node process on these VMs costs 216-236 µs of CPU after a
 //   10-200 ms sleep (Node's timer path run with cold caches after the thread slept; a C program's
 //   nanosleep and wake-up costs 49-57 µs), against about 7 µs for a setImmediate hop between two
 //   chunks of a burst (`node scripts/wakeup-cost.mjs`, bench/results/wakeup-cost.txt).
