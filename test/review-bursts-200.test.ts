@@ -113,6 +113,28 @@ describe('review: average rate', () => {
     expect(starts[51] - starts[50], 'ms from the chunk that ended the pass to the next pass').toBeLessThanOrEqual(1100);
   });
 
+  test('a space that shrinks in the middle of a burst: the sleep charges each chunk at the length when it ended', () => {
+    // 100,000 tuples, scanSize 100, scanTime 1: chunkDelay = 100 / 100,001 s (1.0 ms). Before
+    // chunk 51 other code deletes the 5,000 tuples the pass has already visited: len 95,000,
+    // chunkDelay 100 / 95,001 s (1.05 ms), and k = ceil(190.001) = 191. The sleep after the burst
+    // owes 50 chunks at 1.0 ms and 141 at 1.05 ms: 198.4 ms (all 191 at the end's length would
+    // be 201.1 ms).
+    const space = makeSpace(100_000);
+    const { starts } = probe((i) => {
+      if (i === 51) for (let id = 0; id < 5000; id++) space.delete(id);
+    });
+    const task = start(space, { scanSize: 100, scanTime: 1 });
+    runNow(task);
+    expect(task.stats()).toMatchObject({ chunks: 191, wakeups: 1, fullScans: 0 });
+    const owed = 50 * 100 / 100_001 * 1000 + 141 * 100 / 95_001 * 1000;
+    expect(owed).toBeCloseTo(198.4, 1);
+    advanceTo(starts[190] + 205);
+    expect(task.stats().wakeups).toBe(2);
+    const sleep = starts[191] - starts[190];
+    expect(sleep).toBeGreaterThanOrEqual(Math.floor(owed) - 1);
+    expect(sleep).toBeLessThanOrEqual(Math.ceil(owed) + 1);
+  });
+
   test('space grows 10x between two chunks of a burst: wake-ups stay at least 200 ms apart', () => {
     // 5,000 tuples with ids 0, 10, ..., 49,990, scanSize 10, scanTime 1: chunkDelay 2 ms, k = 101
     // at the first chunk. Before chunk 2 other code inserts the 45,000 ids between them (inside

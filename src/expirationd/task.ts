@@ -537,11 +537,11 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       this.#backOff(true);
       return;
     }
-    const base = this.chunkDelay;
     if (!config.earlyBreak) {
       this.#schedule(this.#burstDelay + config.fullScanDelay, true, 'wait');
       return;
     }
+    const base = this.chunkDelay;
     let wait = base + config.fullScanDelay;
     const now = this.#lastNow;
     if (!this.#dueTimed || now === undefined) {
