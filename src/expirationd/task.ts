@@ -40,7 +40,7 @@ import { ignoreRejection, isThenable } from '../thenable.js';
 import type { Config, PassCallback } from './options.js';
 import { tasks } from './registry.js';
 import { TypedEmitter, type TaskEvents } from './events.js';
-import { burstSize, BURST_MS, chunkDelay, chunkObserver, cpuClock, CPU_WINDOW_MS, CpuWindow, Scheduler } from './scheduler.js';
+import { burstSize, BURST_MS, chunkDelay, chunkObserver, cpuClock, CPU_WINDOW_MS, CpuWindow, Scheduler, wakeClock } from './scheduler.js';
 import { earlyBreak } from './strategies/early-break.js';
 import { fullScan } from './strategies/full-scan.js';
 import { predicate } from './strategies/predicate.js';
@@ -167,6 +167,11 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
    */
   #dueAt = -Infinity;
   #floorAt = -Infinity;
+  /**
+   * The same floor in real time (wakeClock ms): the task's clock may jump forward past #floorAt,
+   * and an insert must still not wake the task sooner than fullScanDelay after its pass.
+   */
+  #floorWakeAt = -Infinity;
   /** wake() came while a chunk was running: the next wait is none. */
   #wakeRequested = false;
   /** The clock as the last chunk read it; when the running pass and the last completed one started. */
@@ -398,7 +403,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     }
     if (isThenable(now)) ignoreRejection(now);
     if (typeof now !== 'number' || Number.isNaN(now) || this.#state !== 'running' || this.#dueAt === -Infinity) return;
-    const wait = Math.max(0, (target - now) * this.#config.unitSeconds);
+    const wait = Math.max(0, (target - now) * this.#config.unitSeconds, (this.#floorWakeAt - wakeClock.now()) / 1000);
     // Never later than the pending wake-up: the task's clock may have jumped back since it was
     // scheduled (in its terms the target is earlier, in real time it would be later).
     if (wait * 1000 >= this.#scheduler.msLeft) return;
@@ -543,7 +548,12 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     }
     const base = this.chunkDelay;
     let wait = base + config.fullScanDelay;
-    const now = this.#lastNow;
+    // The clock as the wait starts, not as the pass's last chunk started: that chunk may have
+    // taken a while (an asynchronous onExpired), and a due time measured from its start came late
+    // by as much.
+    const now = this.#nowOr(this.#lastNow);
+    // The clock is the user's code: it may have stopped or killed the task, or dropped its space.
+    if (this.#state !== 'running' || this.space.dropped) return;
     if (!this.#dueTimed || now === undefined) {
       this.#schedule(wait, true, 'wait');
       return;
@@ -563,6 +573,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     // Sleeping between passes: an insert with an earlier TTL may bring the wake-up forward.
     this.#dueAt = now + wait / config.unitSeconds;
     this.#floorAt = floor > 0 ? now + floor / config.unitSeconds : -Infinity;
+    this.#floorWakeAt = floor > 0 ? wakeClock.now() + floor * 1000 : -Infinity;
   }
 
   /**
@@ -614,20 +625,28 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
     }
   }
 
-  #lag(): number {
+  /**
+   * The task's clock now, or `fallback` when it throws, returns a promise or not a number (the
+   * next chunk reports that). Never throws: it runs from timers and from stats().
+   */
+  #nowOr(fallback: number | undefined): number | undefined {
     let now: unknown;
     try {
       now = this.#callNow();
     } catch {
-      now = this.#lastNow;
+      return fallback;
     }
     if (isThenable(now)) {
       ignoreRejection(now);
-      now = this.#lastNow;
+      return fallback;
     }
-    if (typeof now !== 'number' || Number.isNaN(now)) now = this.#lastNow;
+    return typeof now === 'number' && !Number.isNaN(now) ? now : fallback;
+  }
+
+  #lag(): number {
+    const now = this.#nowOr(this.#lastNow);
     if (now === undefined) return 0;
-    const t = now as number;
+    const t = now;
     try {
       if (this.#config.earlyBreak) {
         const ttl = this.#minTtl();
