@@ -169,11 +169,11 @@ describe('backlog mode: the CPU budget', () => {
     for (let id = 50; id < 55; id++) expect(space.get(id)).toBeDefined();
   });
 
-  test('isExpired that returns a promise (whole chunk rolled back, pass ends): back-off max(chunkDelay + fullScanDelay, 0.2 s)', () => {
-    const space = makeSpace(50, 5);
+  /** A task whose isExpired returns a promise on its 15th call: that chunk fails as a whole. */
+  function promiseOnCall15(space: Space, fullScanDelay: number): Task {
     let calls = 0;
     const task = start(space, {
-      iterationDelay: 0.1, fullScanDelay: 0.05,
+      iterationDelay: 0.1, fullScanDelay,
       isExpired: (tuple, now) => {
         calls++;
         if (calls === 15) return Promise.resolve(true) as unknown as boolean;
@@ -181,6 +181,12 @@ describe('backlog mode: the CPU budget', () => {
       },
     });
     task.on('error', () => {});
+    return task;
+  }
+
+  test('isExpired that returns a promise (whole chunk rolled back, pass ends): back-off max(chunkDelay + fullScanDelay, 0.2 s)', () => {
+    const space = makeSpace(50, 5);
+    const task = promiseOnCall15(space, 0.05);
     runNow(task);
     expect(task.stats()).toMatchObject({ chunks: 2, fullScans: 1, expired: 10 });
     const last = Date.now() - 1;
@@ -193,17 +199,7 @@ describe('backlog mode: the CPU budget', () => {
   });
 
   test('fullScanDelay larger than the back-off: the back-off between passes is chunkDelay + fullScanDelay', () => {
-    const space = makeSpace(50, 5);
-    let calls = 0;
-    const task = start(space, {
-      iterationDelay: 0.1, fullScanDelay: 0.7,
-      isExpired: (tuple, now) => {
-        calls++;
-        if (calls === 15) return Promise.resolve(true) as unknown as boolean;
-        return (tuple[1] as number) <= now;
-      },
-    });
-    task.on('error', () => {});
+    const task = promiseOnCall15(makeSpace(50, 5), 0.7);
     runNow(task);
     const last = Date.now() - 1;
     expect(nextChunkAt(task) - last).toBe(800);
