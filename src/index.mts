@@ -16,7 +16,7 @@ export const expirationd = cjs.expirationd;
 export const atomic = cjs.atomic;
 export type {
   FieldType, IndexType, IteratorType, Part, IndexOptions, SelectOptions, SpaceOptions, CapOptions, OnFull, MemoryUsage,
-  TaskOptions, TaskStats, TaskState, TaskEvents, ErrorCode, Tuple, Key, KeyPart,
+  TtlOptions, TtlDeclaration, TtlUnit, TaskOptions, TaskStats, TaskState, TaskEvents, ErrorCode, Tuple, Key, KeyPart,
   FieldValue, FullKey, IndexKey, KeyPrefix, PartSpec, PartValue, ReadKey,
 } from './index.js';
 export type { UpdateOp, UpdateOperator } from './index.js';

@@ -182,6 +182,25 @@ describe('type declarations', () => {
     }
   });
 
+  // The ESM entry lists the CommonJS entry's names by hand: it had drifted (TtlOptions,
+  // TtlDeclaration and TtlUnit were missing, so an ESM user could not import those types).
+  it('the ESM entry exports every name the CommonJS entry does, values and types', () => {
+    const namesOf = (file: string): Set<string> => {
+      const src = fs.readFileSync(path.join(ROOT, 'src', file), 'utf8');
+      const names = new Set<string>();
+      for (const m of src.matchAll(/export (?:type )?\{([^}]*)\}/g)) {
+        for (const name of m[1].split(',').map((n) => n.trim()).filter(Boolean)) names.add(name);
+      }
+      for (const m of src.matchAll(/^export (?:const|type) (\w+)/gm)) names.add(m[1]);
+      return names;
+    };
+    const cjs = namesOf('index.ts');
+    const esm = namesOf('index.mts');
+    expect(cjs.size).toBeGreaterThan(20);
+    expect([...cjs].filter((name) => !esm.has(name))).toEqual([]);
+    expect([...esm].filter((name) => !cjs.has(name))).toEqual([]);
+  });
+
   it('a TypeScript consumer type-checks against the package from both ESM and CommonJS, classes usable as types', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'capped-types-'));
     try {
