@@ -35,7 +35,7 @@ describe('a replaced Date.now on a wall-clock TTL space', () => {
   // "TTL-aware spaces"). With the default clock, reads call Date.now() while it is replaced (a
   // spy, fake timers); a replacement that returns NaN/undefined/a non-numeric string must not
   // silently turn the TTL check off. Today it does: src/space/ttl.ts passes this.now() unchecked
-  // (TtlClock.read, and the `seconds`/`millis` clocks that #insertTtl uses), and the addon treats
+  // (TtlClock.read, and the `seconds`/`millis` clocks that insert uses), and the addon treats
   // a NaN now as "no TTL check" (kNoTtlCheck in native/engine/ttl.h, Now::checks()).
   for (const unit of ['s', 'ms'] as const) {
     // ('soon' in 'ms' is refused with ER_ILLEGAL_PARAMS already; in 's' it becomes 'soon' / 1000 = NaN.)

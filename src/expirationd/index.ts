@@ -43,7 +43,7 @@ function lookup(name: string): Task {
 
 export const expirationd = {
   start,
-  /** Stops the named task; throws ER_NO_SUCH_TASK for an unknown name. */
+  /** Kills the named task; throws ER_NO_SUCH_TASK for an unknown name. */
   kill(name: string): void {
     lookup(name).kill();
   },

@@ -1,4 +1,4 @@
-// The running tasks by name, shared by the expirationd object and Task.
+// The registered tasks (running or stopped) by name, shared by the expirationd object and Task.
 import type { Task } from './task.js';
 
 export const tasks = new Map<string, Task>();

@@ -6,10 +6,11 @@
 // done.
 //
 // Due time (early-break tasks deciding by the TTL field): when a pass ends at the first live
-// tuple, the task reads the smallest TTL (itIndex.min()) and sleeps until it comes, or the
-// formula's wait if sooner, never less than fullScanDelay when that is > 0. While it sleeps
-// between passes, every insert, replace or insertMany through the space (onInsert) compares the
-// tuple's TTL with the due time (one comparison) and brings the wake-up forward if it is earlier.
+// tuple, the task reads the first TTL later than now (#firstLiveTtl) and sleeps until it comes,
+// or the formula's wait if sooner, never less than fullScanDelay when that is > 0. While it
+// sleeps between passes, every insert, replace, insertMany, update or upsert through the space
+// (onInsert) compares the tuple's TTL with the due time (one comparison) and brings the wake-up
+// forward if it is earlier.
 //
 // Failures (see chunk.ts for how a chunk isolates a poison tuple):
 // - A chunk in which a callback failed but which went through (its poison tuples skipped, the
@@ -246,7 +247,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   }
 
   /**
-   * Stops the task: no chunk runs after this returns, and a chunk it interrupts (from inside a
+   * Kills the task: no chunk runs after this returns, and a chunk it interrupts (from inside a
    * callback, or one waiting for an async onExpired) deletes nothing more. Idempotent; works on a
    * stopped task.
    */
@@ -485,7 +486,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       if (!this.#alive(epoch)) return;
       this.#chargeChunk();
       (this.#cursor as NativeCursor).reset();
-      this.#endPass(epoch);
+      this.#endPass();
       if (this.#alive(epoch)) this.#backOff(true);
       return;
     }
@@ -502,7 +503,7 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       this.#next();
       return;
     }
-    this.#endPass(epoch);
+    this.#endPass();
     if (this.#alive(epoch)) this.#betweenPasses();
   }
 
@@ -558,8 +559,8 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
       this.#schedule(wait, true, 'wait');
       return;
     }
-    // The first live tuple's TTL (none when the index is empty, or when its first tuple is an
-    // expired poison tuple skipped by the pass: then the formula's wait).
+    // The first TTL later than now (#firstLiveTtl); none when no stored tuple is live: then the
+    // formula's wait.
     const floor = config.fullScanDelay;
     const ttl = this.#firstLiveTtl(now);
     if (ttl !== undefined && ttl > now) {
@@ -646,44 +647,37 @@ export class Task<T extends unknown[] = unknown[]> extends TypedEmitter<TaskEven
   #lag(): number {
     const now = this.#nowOr(this.#lastNow);
     if (now === undefined) return 0;
-    const t = now;
     try {
       if (this.#config.earlyBreak) {
         const ttl = this.#minTtl();
-        return ttl !== undefined && ttl <= t ? t - ttl : 0;
+        return ttl !== undefined && ttl <= now ? now - ttl : 0;
       }
       if (this.#config.rmLen() === 0) return 0;
     } catch {
       return this.#counters.lag;
     }
     const since = this.#lastPassStartNow ?? this.#firstNow;
-    return since === undefined ? 0 : Math.max(0, t - since);
+    return since === undefined ? 0 : Math.max(0, now - since);
   }
 
   /**
-   * After a failed chunk: the backed-off wait. A wake() made during that chunk (by a callback
-   * that calls wake() and fails, or a now() that does) does not cut it short: it would run
-   * failing chunks back to back.
+   * After a failed chunk (#failures > 0): the formula's wait, backed off. A wake() made during
+   * that chunk (by a callback that calls wake() and fails, or a now() that does) does not cut it
+   * short: it would run failing chunks back to back.
    */
   #backOff(betweenPasses: boolean): void {
     this.#wakeRequested = false;
-    this.#schedule(this.#delay(betweenPasses), betweenPasses, 'wait');
-  }
-
-  /** Seconds until the next chunk: the pacing formula, backed off after failed chunks. */
-  #delay(betweenPasses: boolean): number {
     const base = this.chunkDelay;
     // A paced pass owes the formula's wait for every chunk of its burst: a back-off after a
     // burst's last chunk is no shorter (a poison tuple at the end of every burst made the pass
     // run 5 times faster than scanTime).
     const paced = this.#config.earlyBreak ? base : Math.max(base, this.#burstDelay);
     const usual = paced + (betweenPasses ? this.#config.fullScanDelay : 0);
-    if (this.#failures === 0) return usual;
     const backoff = Math.min(Math.max(base, 0.001) * 2 ** Math.min(this.#failures, 30), MAX_BACKOFF);
-    return Math.max(usual, backoff);
+    this.#schedule(Math.max(usual, backoff), betweenPasses, 'wait');
   }
 
-  #endPass(epoch: number): void {
+  #endPass(): void {
     this.#counters.fullScans++;
     this.#lastPassStartNow = this.#passStartNow;
     this.#passStartNow = undefined;

@@ -411,8 +411,8 @@ export function packTuple(value: unknown, limit = MAX_ENCODED, copy = false): Pa
 }
 
 /** packTuple into a Buffer of its own (for a call that packs something else before the addon copies it). */
-export function packTupleBuffer(value: unknown, limit = MAX_ENCODED, copy = false): Buffer {
-  return encode(value, 'ER_TUPLE_FORMAT', 'the tuple', 0, false, limit, 1, copy);
+export function packTupleBuffer(value: unknown, limit = MAX_ENCODED): Buffer {
+  return encode(value, 'ER_TUPLE_FORMAT', 'the tuple', 0, false, limit, 1);
 }
 
 /** A batch of tuples a write stores, each checked and, with `copy`, copied; `limit`: one tuple's. */

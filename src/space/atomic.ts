@@ -13,8 +13,9 @@
 // thenable) is refused after it ran, its changes undone, and a promise's rejection is marked
 // handled: the caller never gets the promise, so could not handle it.
 //
-// The expiry chunk opens a frame (openAtomic) around a synchronous onExpired, so what that
-// callback writes to any space commits or rolls back with the chunk.
+// The expiry chunk opens a frame (openAtomic) around a synchronous onExpired and around each
+// processExpired call, so what those callbacks write to any space commits or rolls back with
+// the chunk.
 import { types } from 'node:util';
 import type { NativeSpace } from '../native/loader.js';
 import { CappedError, illegal } from '../errors.js';

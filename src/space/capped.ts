@@ -5,7 +5,7 @@
 // would take the space over a cap is refused with ER_SPACE_FULL, or, with onFull
 // 'evictExpiring', first evicts the tuples with the smallest TTL, in the same statement. After
 // each write of an evicting space, the space takes the statement's evicted tuples from the addon
-// and hands them to report() here: at once outside atomic(), else when the outermost frame
+// and hands them to EvictionReporter.deliver() here: at once outside atomic(), else when the outermost frame
 // commits (atomic.ts afterCommit); a rolled-back frame reports nothing, since its evictions were
 // undone with it.
 //

@@ -77,8 +77,8 @@ export function handleOf(space: AnySpace): NativeSpace {
 }
 
 /**
- * @internal Calls fn(tuple) after each tuple that insert, replace or insertMany stored (after the
- * native call succeeded); returns the function that unregisters it. fn must not throw.
+ * @internal Calls fn(tuple) after each tuple that insert, replace, insertMany, update or upsert
+ * stored (after the native call succeeded); returns the function that unregisters it. fn must not throw.
  */
 export function onInsert(space: AnySpace, fn: InsertWatcher): () => void {
   let hooks = insertHooks.get(space);
@@ -284,22 +284,10 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
   // read once inside the codec's guard (codec.ts, lastCopy), and the watcher is handed that copy:
   // it reads fields after the write committed, and the caller's array may have getters or be a
   // Proxy, whose code must not run then (a throw there reported a stored tuple as failed).
+  // A TTL space's insert is given the clock (read before packing): a stored tuple with the same
+  // primary key whose TTL is <= now does not block it (it is replaced, in the same statement).
   insert(tuple: T): T {
-    if (this.#now !== undefined) return this.#insertTtl(tuple);
-    const watching = this.#watch !== undefined;
-    const b = packTuple(checkTuple('insert', tuple), this.#maxTupleSize, watching);
-    const stored = watching ? takeCopy() : undefined;
-    if (atomicActive) enlist(this, this.#h);
-    this.#h.insert(b, false, b.start, b.end);
-    if (stored !== undefined) this.#watch?.(stored as Tuple);
-    if (this.#evictions !== undefined) this.#reportEvicted();
-    return tuple;
-  }
-
-  // A TTL space's insert: a stored tuple with the same primary key whose TTL is <= now does not
-  // block it (it is replaced, in the same native statement). now() runs before packing.
-  #insertTtl(tuple: T): T {
-    const now = (this.#now as () => number)();
+    const now = this.#now?.();
     const watching = this.#watch !== undefined;
     const b = packTuple(checkTuple('insert', tuple), this.#maxTupleSize, watching);
     const stored = watching ? takeCopy() : undefined;
@@ -368,25 +356,21 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const [start, stop] = end >= 0 ? [0, end] : [(o as ReturnType<typeof packOps>).start, (o as ReturnType<typeof packOps>).end];
     const want = this.#watch !== undefined;
     const result = this.#h.upsert(t, o, start, stop, want, scratchBuffer());
-    if (this.#evictions !== undefined) {
-      let stored: Tuple | undefined;
-      try {
-        stored = want ? decodeApplied(result ?? null, 'upsert') : undefined;  // before the scratch Buffer is reused
-      } catch (error) {
-        // Applied: what it evicted still goes to onEvict (the upsert's own error is the one told).
+    let stored: Tuple | undefined;
+    try {
+      stored = want ? decodeApplied(result ?? null, 'upsert') : undefined;  // before the scratch Buffer is reused
+    } catch (error) {
+      // Applied: what it evicted still goes to onEvict (the upsert's own error is the one told).
+      if (this.#evictions !== undefined) {
         try {
           this.#reportEvicted();
         } catch {
           // reported through the upsert's error
         }
-        throw error;
       }
-      this.#reportEvicted();
-      if (stored !== undefined) this.#watch?.(stored);
-      return;
+      throw error;
     }
-    if (!want) return;
-    const stored = decodeApplied(result ?? null, 'upsert');
+    if (this.#evictions !== undefined) this.#reportEvicted();
     if (stored !== undefined) this.#watch?.(stored);
   }
 

@@ -3,12 +3,12 @@
 // (given at creation) and hides a tuple whose TTL field is a number <= now, by the same rule
 // as the daemon (native/engine/ttl.h).
 //
-// Index and TupleIterator find a space's clock through readClock(), which src/index.ts does not
-// export; a space without a declaration has none, and its reads stay the plain ones. With an
-// injected `now`, a read calls it and passes the number. With the default clock (the wall clock)
-// a read passes nothing, as a plain space's read does: the space's handle was created with the
-// clock's unit, and the addon reads the clock itself as Date.now() would (wall_clock_now in
-// ttl.h), without a call back into JavaScript. The value is the number that
+// Index finds a space's clock through readClock(), which src/index.ts does not export, and
+// hands it to the TupleIterators it makes; a space without a declaration has none, and its
+// reads stay the plain ones. With an injected `now`, a read calls it and passes the number. With
+// the default clock (the wall clock) a read passes nothing, as a plain space's read does: the
+// space's handle was created with the clock's unit, and the addon reads the clock itself as
+// Date.now() would (wall_clock_now in ttl.h), without a call back into JavaScript. The value is the number that
 // Date.now() (or Date.now() / 1000) returns at that instant, read on every call, never cached.
 // (The addon reads the kernel's coarse clock first and the exact one only for a TTL due within
 // the next minute: the decisions are the exact clock's, see Now in ttl.h.)
