@@ -192,6 +192,32 @@ describe('checkView bypasses', () => {
     expect(s.len()).toBe(0);
   });
 
+  // Fixed (2026-11-27): msgpackr packs a function as its toJSON() result, but the walk stopped at
+  // anything that was not an object, so a function whose toJSON returned a Float64Array was
+  // stored as a bin of 16 bytes: the elements cut to 2 bytes, then 14 bytes of whatever msgpackr's
+  // buffer held (the heap: "BufferOp…"). On the plain walk and the memoized one (which also
+  // skipped function-valued properties).
+  test('a function whose toJSON() returns a wide view or a lone surrogate is refused; without toJSON it is stored as nothing', () => {
+    const s = plain();
+    const wide = Object.assign(() => 0, { toJSON: () => new Float64Array([1.5, 2.5]) });
+    const lone = Object.assign(() => 0, { toJSON: () => LONG_LONE });
+    expect(codeOf(() => s.insert([1, LONG_OK, wide]))).toBe('ER_TUPLE_FORMAT');
+    expect(codeOf(() => s.insert([2, { a: wide }]))).toBe('ER_TUPLE_FORMAT');
+    expect(codeOf(() => s.replace([3, [new Map([['k', wide]])]]))).toBe('ER_TUPLE_FORMAT');
+    expect(codeOf(() => s.insertMany([[4, wide]]))).toBe('ER_TUPLE_FORMAT');
+    expect(codeOf(() => s.insert([5, LONG_OK, lone]))).toBe('ER_TUPLE_FORMAT');
+    expect(s.len()).toBe(0);
+    // What msgpackr makes of the others, unchanged: toJSON's result, or nil.
+    s.insert([6, LONG_OK, Object.assign(() => 0, { toJSON: () => [1, 'a'] }), () => 0]);
+    expect(s.get(6)).toEqual([6, LONG_OK, [1, 'a'], undefined]);
+    const big = plain({ maxTupleSize: 64 * 1024 * 1024 });
+    const t: unknown[] = [1];
+    for (let i = 0; i < (1 << 22) + 8; i++) t.push([]);
+    t.push({ f: wide });
+    expect(messageOf(() => big.insert(t))).toContain('holds a Float64Array');
+    expect(big.len()).toBe(0);
+  });
+
   // Fixed: lone surrogates the walk never sees (toJSON's result, an Error's message, a RegExp's
   // source) are silently stored as U+FFFD, against the README's "so it is refused". Same cause.
   test('a lone surrogate reached through toJSON, an Error message or a RegExp source is refused, not turned into U+FFFD', () => {

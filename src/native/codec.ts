@@ -101,9 +101,14 @@ let walkBudget = WALK_BUDGET;
 
 function wellFormed(value: unknown, depth: number): boolean {
   if (typeof value === 'string') return (value as unknown as { isWellFormed(): boolean }).isWellFormed();
-  if (value === null || typeof value !== 'object') return true;
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return true;
   if (depth > MAX_WALK_DEPTH) throw new WalkError('depth');
   if (++walkVisits > walkBudget) throw new WalkError('size');
+  if (typeof value === 'function') {
+    // msgpackr packs a function as its toJSON() result, or as nothing (undefined) without one.
+    const instead = packedInstead(value);
+    return instead === value || wellFormed(instead, depth + 1);
+  }
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) if (!wellFormed(value[i], depth + 1)) return false;
     return true;
@@ -129,8 +134,8 @@ function wellFormed(value: unknown, depth: number): boolean {
  * The memoized walk, once the plain one ran out of budget: whether every string is well formed
  * (-1 when not), and a lower bound of how many bytes the value encodes to: a byte per value, a
  * string's UTF-16 length (its UTF-8 form is no shorter), a typed array's bytes; an object's own
- * enumerable keys only, a function-valued property not at all, a Set's values once (what msgpackr
- * writes, or less). A container that holds containers is memoized, so shared ones are walked once;
+ * enumerable keys only (a function as its toJSON() result, or one byte), a Set's values once
+ * (what msgpackr writes, or less). A container that holds containers is memoized, so shared ones are walked once;
  * one that holds only scalars is not (nothing to share below it, and a tuple of millions of small
  * arrays would otherwise fill the Map). Throws WalkError past MAX_WALK_DEPTH or past `limit`.
  */
@@ -139,13 +144,14 @@ function sizeWalk(value: unknown, depth: number, memo: Map<object, number>, limi
     if (!(value as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
     return 1 + value.length;
   }
-  if (value === null || typeof value !== 'object') return 1;
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return 1;
   const known = memo.get(value);
   if (known !== undefined) return known;
   if (depth > MAX_WALK_DEPTH) throw new WalkError('depth');
   let size = 1;
   let nested = false;
   const instead = Array.isArray(value) ? value : packedInstead(value);
+  if (typeof value === 'function' && instead === value) return 1;  // packed as nothing (undefined)
   if (instead !== value) {
     const n = sizeWalk(instead, depth + 1, memo, limit);
     if (n < 0) return -1;
@@ -173,7 +179,7 @@ function sizeWalk(value: unknown, depth: number, memo: Map<object, number>, limi
       // counts the own ones msgpackr writes.
       for (const key in value as Record<string, unknown>) {
         const v = (value as Record<string, unknown>)[key];
-        if (!Object.hasOwn(value, key) || typeof v === 'function') {
+        if (!Object.hasOwn(value, key)) {
           if (!(key as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
           if (typeof v === 'string' && !(v as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
           continue;
