@@ -67,6 +67,19 @@ describe('lag', () => {
     expect(task.stats().lag).toBe(0);
   });
 
+  test('full scan: a clock that steps back before the pass started gives a lag of 0, never a negative one', () => {
+    const space = makeSpace();
+    for (let id = 0; id < 25; id++) space.insert([id, BASE + 10_000]);
+    let offset = 0;
+    const task = expirationd.start('lag', space, options({ scanSize: 10, scanTime: 3, fullScanDelay: 60, now: () => Date.now() + offset }));
+    runNow(task);
+    for (let i = 0; i < 10 && task.stats().fullScans < 1; i++) vi.advanceTimersToNextTimer();
+    expect(task.stats().fullScans).toBe(1);
+    expect(task.stats().lag).toBeGreaterThan(0);
+    offset = -60_000;  // an NTP step back, a minute before the pass started
+    expect(task.stats().lag).toBe(0);
+  });
+
   test('a killed task keeps its last lag; a dropped space does not make stats() throw', () => {
     const space = makeSpace();
     space.insert([1, BASE - 100]);
