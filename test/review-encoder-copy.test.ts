@@ -263,14 +263,14 @@ describe('checkView bypasses', () => {
     expect(reads).toBeLessThan(4096);
   });
 
-  // Left as documented (README "Tuples, keys and types"): only a tuple's top-level fields are
-  // copied (copyElements); a getter or Proxy nested below is read by the walk and again by
-  // msgpackr, and one that answers the walk with a Uint8Array and msgpackr with a Float64Array is
-  // not caught (msgpackr then writes the wide array's elements cut to bytes, beside leftover bytes
-  // of its buffer); the same at the top level of an insertMany batch without a task. A complete
-  // fix is a deep snapshot of every tuple that leaves the fast encoder, not done at this stop.
-  // What holds: a nested getter (or one at the top of an upsert) that answers consistently is
-  // checked like any value.
+  // Left as documented at this review: only a tuple's top-level fields were copied
+  // (copyElements); a getter or Proxy nested below was read by the walk and again by msgpackr, and
+  // one that answered the walk with a Uint8Array and msgpackr with a Float64Array was stored as
+  // the wide array's elements cut to bytes beside leftover bytes of msgpackr's buffer. Fixed since
+  // (2026-11-27) below arrays, plain objects, Maps, Sets and Errors: msgpackr packs the walk's
+  // snapshot (test/encoder-snapshot.test.ts); below a class instance or a toJSON() it remains
+  // (README "Tuples, keys and types"). What holds here: a nested getter (or one at the top of an
+  // upsert) that answers consistently is checked like any value.
   test('a nested getter, and an upsert tuple\'s getter, answering consistently: a wide view or a lone surrogate is refused', () => {
     const s = plain();
     s.insert([100, 'x']);

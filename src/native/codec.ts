@@ -46,172 +46,243 @@ export function scratchBuffer(): Buffer {
 // - every container the walk meets, once per path to it, is at least one byte of the encoding:
 //   past `limit` of them the value is refused (ER_TUPLE_TOO_LARGE) without msgpackr;
 // - past WALK_BUDGET of them (a limit above it), the walk starts again memoized (each container
-//   that holds containers walked once, whatever the paths to it) and adds up a lower bound of the
-//   encoded size, refusing the value once that passes `limit`.
+//   walked once, whatever the paths to it) and adds up a lower bound of what its result encodes
+//   to, refusing the value once that passes `limit`.
 const MAX_WALK_DEPTH = 40;
 const WALK_BUDGET = 1 << 22;
 /** No value may encode to more (maxTupleSize < 2^32; a batch or a key has no smaller bound). */
 export const MAX_ENCODED = 2 ** 32;
 
 class WalkError extends Error {
-  constructor(readonly kind: 'depth' | 'size' | 'view', readonly view?: string) {
+  constructor(readonly kind: 'depth' | 'size' | 'view' | 'surrogate' | 'length', readonly view?: string) {
     super(kind);
   }
 }
 
-// msgpackr writes a typed array as binary data, but copies its elements, not its bytes: a
-// Float64Array's header said 16 bytes and held each element cut to one byte, then whatever its
-// buffer held before (other writes' data); a DataView came out empty; a view or an ArrayBuffer
-// of another realm (node:vm), or a SharedArrayBuffer, fails msgpackr's instanceof checks and
-// came out as a plain object. So only this realm's byte views (Uint8Array and Buffer, Int8Array,
-// Uint8ClampedArray) and ArrayBuffers pass, stored as their bytes and read back as a Buffer. The
-// kind is read from the value's internal slots (node:util types), which a subclass or an own
-// BYTES_PER_ELEMENT cannot fake.
-function checkView(value: object): void {
-  const byteView = types.isUint8Array(value) || types.isInt8Array(value) || types.isUint8ClampedArray(value);
-  if (byteView && (value instanceof Uint8Array || value instanceof Int8Array || value instanceof Uint8ClampedArray)) return;
-  if (!byteView && types.isArrayBuffer(value) && value instanceof ArrayBuffer) return;
-  throw new WalkError('view', Object.prototype.toString.call(value).slice(8, -1));
-}
-
-// What msgpackr packs in place of an object that is not a plain object, an array, a Map, a Set,
-// a Date or binary data: a user class's toJSON() result; an Error's name, message and cause; a
-// RegExp's source and flags. The walks check that instead, so a typed array or a lone surrogate
-// reached that way is refused like one in the tuple itself. (toJSON runs here and again in
-// msgpackr: one that answers differently the second time is not checked, as a getter is not.)
-// msgpackr's rule: a toJSON is used unless the value's class is one msgpackr writes itself (the
-// classes below, subclasses excepted) or the toJSON is Date's or Buffer's own.
-const WRITTEN_AS_IS = new Set<unknown>([Object, Array, Map, Set, Date, RegExp, Error, ArrayBuffer, Buffer, Uint8Array, Int8Array,
-  Uint8ClampedArray, Uint16Array, Int16Array, Uint32Array, Int32Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array, DataView]);
+// The walk follows msgpackr's own dispatch (its pack(): an object's `constructor`, read once,
+// against Object, Array and Map; then its extension classes, in its order, with its rule for a
+// subclass that has a toJSON(); then Array.isArray, toJSON(), a function, and the object's own
+// keys), so that what it checks is what msgpackr would pack; a walk that judged values its own
+// way (instanceof Map, for..in, node:util types) let through a Map subclass's own properties, a
+// Set subclass's iterator, a byte view's toJSON() and a fake typed array, whose bytes msgpackr
+// then wrote with leftovers of its buffer or the heap (test/review-encoder-leaks.test.ts).
+//
+// And it hands msgpackr a snapshot: as it checks, it copies every array, plain object and Map,
+// turns a Set into the array of its values, an Error into [name, message, cause] and a RegExp into
+// [source, flags] (what msgpackr writes for them), a Date into a fresh Date and binary data into a
+// Buffer of its bytes, each read once. A getter or a Proxy trap below them is never read again, so
+// what is stored is what was checked, and the copies pack to the bytes the originals would. Binary
+// data is read from its internal slots, not from properties an instance can override (a
+// `byteLength` that said 64 over 2 bytes made msgpackr write 62 bytes of the heap), and only this
+// realm's byte views and ArrayBuffers pass: msgpackr copies a view's elements, not its bytes, and
+// packs another realm's as an empty object. One case is left as it is: an object that reaches
+// msgpackr's extensions (not a plain object, array or Map) and is an instance of a class that is
+// not built in may be packed by a user's msgpackr extension (addExtension() is global), so it is
+// handed over unchanged, checked as msgpackr packs it without one: what lies below it is read
+// again by msgpackr, and what a user's extension packs is the user's.
+const TypedArray = Object.getPrototypeOf(Uint8Array) as new () => Uint8Array;
+const intrinsic = (proto: object, name: string) => Object.getOwnPropertyDescriptor(proto, name)?.get as (this: unknown) => unknown;
+const viewBuffer = intrinsic(TypedArray.prototype, 'buffer') as (this: unknown) => ArrayBuffer;
+const viewOffset = intrinsic(TypedArray.prototype, 'byteOffset') as (this: unknown) => number;
+const viewLength = intrinsic(TypedArray.prototype, 'byteLength') as (this: unknown) => number;
+const bufferLength = intrinsic(ArrayBuffer.prototype, 'byteLength') as (this: unknown) => number;
+const dateTime = Date.prototype.getTime;
 const dateToJSON = Date.prototype.toJSON;
 const bufferToJSON = Buffer.prototype.toJSON;
+/** msgpackr's own extension classes, in its order (a user's extensions come before them). */
+const EXTENSION_CLASSES: unknown[] = [Date, Set, Error, RegExp, ArrayBuffer, TypedArray, DataView];
 
-function packedInstead(value: object): unknown {
-  const toJSON = (value as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === 'function' && toJSON !== dateToJSON && toJSON !== bufferToJSON && !WRITTEN_AS_IS.has(value.constructor)) {
-    return (toJSON as () => unknown).call(value);
+// The prototypes of what msgpackr packs itself: an object whose prototype chain holds only these
+// cannot be an instance of a class a user gave msgpackr an extension for.
+const BUILT_IN = new Set<unknown>([Object.prototype, Array.prototype, Map.prototype, Set.prototype, Date.prototype,
+  RegExp.prototype, Error.prototype, EvalError.prototype, RangeError.prototype, ReferenceError.prototype,
+  SyntaxError.prototype, TypeError.prototype, URIError.prototype, ArrayBuffer.prototype, DataView.prototype,
+  TypedArray.prototype, Buffer.prototype, Function.prototype,
+  ...[Uint8Array, Int8Array, Uint8ClampedArray, Uint16Array, Int16Array, Uint32Array, Int32Array, Float32Array, Float64Array,
+    BigInt64Array, BigUint64Array].map((c) => c.prototype)]);
+
+function builtIn(value: object): boolean {
+  let p: unknown = value;
+  for (let i = 0; i < 16; i++) {
+    p = Object.getPrototypeOf(p);
+    if (p === null) return true;
+    if (!BUILT_IN.has(p)) return false;
   }
-  if (value instanceof Error) return [value.name, value.message, (value as { cause?: unknown }).cause];
-  if (value instanceof RegExp) return [value.source, value.flags];
-  return value;
+  return false;
 }
 
 let walkVisits = 0;
 let walkBudget = WALK_BUDGET;
+let walkLimit = MAX_ENCODED;
 
-function wellFormed(value: unknown, depth: number): boolean {
-  if (typeof value === 'string') return (value as unknown as { isWellFormed(): boolean }).isWellFormed();
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return true;
-  if (depth > MAX_WALK_DEPTH) throw new WalkError('depth');
-  if (++walkVisits > walkBudget) throw new WalkError('size');
-  if (typeof value === 'function') {
-    // msgpackr packs a function as its toJSON() result, or as nothing (undefined) without one.
-    const instead = packedInstead(value);
-    return instead === value || wellFormed(instead, depth + 1);
-  }
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (!wellFormed(value[i], depth + 1)) return false;
-    return true;
-  }
-  const instead = packedInstead(value);
-  if (instead !== value) return wellFormed(instead, depth + 1);
-  if (ArrayBuffer.isView(value) || types.isAnyArrayBuffer(value)) {
-    checkView(value);
-    return true;
-  }
-  if (value instanceof Date) return true;
-  if (value instanceof Map || value instanceof Set) {
-    for (const [k, v] of value.entries()) if (!wellFormed(k, depth + 1) || !wellFormed(v, depth + 1)) return false;
-    return true;
-  }
-  for (const key in value as Record<string, unknown>) {
-    if (!wellFormed(key, depth + 1) || !wellFormed((value as Record<string, unknown>)[key], depth + 1)) return false;
-  }
-  return true;
+function wellFormed(s: string): string {
+  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed()) throw new WalkError('surrogate');
+  return s;
 }
 
 /**
- * The memoized walk, once the plain one ran out of budget: whether every string is well formed
- * (-1 when not), and a lower bound of how many bytes the value encodes to: a byte per value, a
- * string's UTF-16 length (its UTF-8 form is no shorter), a typed array's bytes; an object's own
- * enumerable keys only (a function as its toJSON() result, or one byte), a Set's values once
- * (what msgpackr writes, or less). A container that holds containers is memoized, so shared ones are walked once;
- * one that holds only scalars is not (nothing to share below it, and a tuple of millions of small
- * arrays would otherwise fill the Map). Throws WalkError past MAX_WALK_DEPTH or past `limit`.
+ * What msgpackr is to pack in place of `value` (see above). `copy`: a snapshot (false below an
+ * object handed over unchanged, where msgpackr reads the originals: then only checked).
  */
-function sizeWalk(value: unknown, depth: number, memo: Map<object, number>, limit: number): number {
-  if (typeof value === 'string') {
-    if (!(value as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
-    return 1 + value.length;
+function walk(value: unknown, depth: number, copy: boolean, memo?: Map<object, unknown>): unknown {
+  if (typeof value === 'string') return wellFormed(value);
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return value;
+  if (memo?.has(value)) return memo.get(value);
+  if (depth > MAX_WALK_DEPTH) throw new WalkError('depth');
+  if (++walkVisits > walkBudget) throw new WalkError('size');
+  const out = walkObject(value, depth, copy, memo);
+  memo?.set(value, out);
+  return out;
+}
+
+function walkObject(value: object, depth: number, copy: boolean, memo: Map<object, unknown> | undefined): unknown {
+  const kind = (value as { constructor?: unknown }).constructor;
+  if (kind === Object) return walkKeys(value, depth, copy, memo);
+  if (kind === Array) return walkArray(value as unknown[], depth, copy, memo);
+  if (kind === Map) {
+    const entries: [unknown, unknown][] = [];
+    for (const [k, v] of value as Map<unknown, unknown>) entries.push([walk(k, depth + 1, copy, memo), walk(v, depth + 1, copy, memo)]);
+    return copy ? new Map(entries) : value;
   }
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return 1;
+  // msgpackr's extensions (a user's first: see above).
+  if (copy && !builtIn(value)) copy = false;
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  const ownJSON = toJSON !== undefined && toJSON !== dateToJSON && toJSON !== bufferToJSON;
+  // The first of msgpackr's extension classes the value is an instance of; none when a subclass's
+  // own toJSON() wins (msgpackr then leaves its extensions for the toJSON() below).
+  let ext: unknown;
+  for (const cls of EXTENSION_CLASSES) {
+    if (!(value instanceof (cls as typeof Object))) continue;
+    if (kind === cls || !ownJSON) ext = cls;
+    break;
+  }
+  if (ext === Date) {
+    const time = dateTime.call(value);
+    return copy ? new Date(time) : value;
+  }
+  if (ext === Set) {
+    const values = Array.from(value as Set<unknown>, (v) => walk(v, depth + 1, copy, memo));
+    return copy ? values : value;
+  }
+  if (ext === Error) {
+    const e = value as Error;
+    const fields = [walk(e.name, depth + 1, copy, memo), walk(e.message, depth + 1, copy, memo), walk(e.cause, depth + 1, copy, memo)];
+    return copy ? fields : value;
+  }
+  if (ext === RegExp) {
+    const r = value as RegExp;
+    const fields = [walk(r.source, depth + 1, copy, memo), walk(r.flags, depth + 1, copy, memo)];
+    return copy ? fields : value;
+  }
+  if (ext === ArrayBuffer) {
+    if (!types.isArrayBuffer(value)) throw new WalkError('view', 'an object posing as an ArrayBuffer');
+    const n = bufferLength.call(value);
+    // msgpackr reads the byteLength property: one that lies is refused where the value is not copied.
+    if (!copy && (value as ArrayBuffer).byteLength !== n) throw new WalkError('view', 'ArrayBuffer whose byteLength lies');
+    return copy ? Buffer.from(new Uint8Array(value as ArrayBuffer, 0, n)) : value;
+  }
+  if (ext === TypedArray) {
+    const bytes = types.isUint8Array(value) || types.isInt8Array(value) || types.isUint8ClampedArray(value);
+    if (!bytes) throw new WalkError('view', types.isTypedArray(value) ? Object.prototype.toString.call(value).slice(8, -1) : 'an object posing as a typed array');
+    const n = viewLength.call(value);
+    if (!copy && (value as Uint8Array).byteLength !== n) throw new WalkError('view', `${Object.prototype.toString.call(value).slice(8, -1)} whose byteLength lies`);
+    return copy ? Buffer.from(new Uint8Array(viewBuffer.call(value), viewOffset.call(value), n)) : value;
+  }
+  if (ext === DataView) throw new WalkError('view', 'DataView');
+  if (Array.isArray(value)) return walkArray(value, depth, copy, memo);
+  if (toJSON) {
+    const json: unknown = (toJSON as () => unknown).call(value);
+    if (json !== value) return walk(json, depth + 1, copy, memo);
+  }
+  if (typeof value === 'function') return undefined;
+  // Binary data msgpackr does not know as such (another realm's, a SharedArrayBuffer) would be
+  // packed as an object of its own keys: nothing of its bytes.
+  if (ArrayBuffer.isView(value) || types.isAnyArrayBuffer(value)) throw new WalkError('view', Object.prototype.toString.call(value).slice(8, -1));
+  return walkKeys(value, depth, copy, memo);
+}
+
+/** An array as msgpackr's packArray reads it: `length`, then each index. */
+function walkArray(value: unknown[], depth: number, copy: boolean, memo: Map<object, unknown> | undefined): unknown {
+  const n: unknown = value.length;
+  if (typeof n !== 'number' || n >>> 0 !== n) throw new WalkError('length');
+  if (n > walkLimit) throw new WalkError('size');  // a byte each at least
+  const out: unknown[] = [];
+  for (let i = 0; i < n; i++) {
+    let v = value[i];
+    // Numbers, booleans, null and undefined as they are (the common fields, without a call).
+    if (typeof v === 'object' ? v !== null : typeof v !== 'number' && typeof v !== 'boolean' && v !== undefined) v = walk(v, depth + 1, copy, memo);
+    if (copy) out.push(v);
+  }
+  return copy ? out : value;
+}
+
+/** An object as msgpackr writes it: its own enumerable string keys (Object.keys), each value read once. */
+function walkKeys(value: object, depth: number, copy: boolean, memo: Map<object, unknown> | undefined): unknown {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const v = walk((value as Record<string, unknown>)[wellFormed(key)], depth + 1, copy, memo);
+    if (!copy) continue;
+    // A key '__proto__' is an own data property here, as it was there, not the prototype.
+    if (key === '__proto__') Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[key] = v;
+  }
+  return copy ? out : value;
+}
+
+/**
+ * A lower bound of how many bytes a walked value encodes to (a byte per value, a string's UTF-16
+ * length, a Buffer's bytes), memoized by container: the walk's output shares what the input
+ * shared, and msgpackr expands it on every path. An object handed over unchanged counts 1.
+ * Throws WalkError past `limit`.
+ */
+function sizeOf(value: unknown, memo: Map<object, number>, limit: number): number {
+  if (typeof value === 'string') return 1 + value.length;
+  if (value === null || typeof value !== 'object') return 1;
   const known = memo.get(value);
   if (known !== undefined) return known;
-  if (depth > MAX_WALK_DEPTH) throw new WalkError('depth');
   let size = 1;
-  let nested = false;
-  const instead = Array.isArray(value) ? value : packedInstead(value);
-  if (typeof value === 'function' && instead === value) return 1;  // packed as nothing (undefined)
-  if (instead !== value) {
-    const n = sizeWalk(instead, depth + 1, memo, limit);
-    if (n < 0) return -1;
-    size += n;
-    nested = true;
-  } else if (ArrayBuffer.isView(value) || types.isAnyArrayBuffer(value)) {
-    checkView(value);
-    size += (value as ArrayBufferView | ArrayBuffer).byteLength;
-  } else if (value instanceof Date) {
-    // a timestamp
-  } else {
-    // Array elements, Set values, Map keys and values, or an object's own enumerable keys and
-    // values: one list of children, walked by the one loop below.
-    let children: unknown[];
-    if (Array.isArray(value)) {
-      children = value;
-    } else if (value instanceof Set) {
-      children = [...value.values()];
-    } else if (value instanceof Map) {
-      children = [];
-      for (const [k, v] of value.entries()) children.push(k, v);
-    } else {
-      children = [];
-      // The lone-surrogate check covers every key for..in sees (the plain walk's); the size
-      // counts the own ones msgpackr writes.
-      for (const key in value as Record<string, unknown>) {
-        const v = (value as Record<string, unknown>)[key];
-        if (!Object.hasOwn(value, key)) {
-          if (!(key as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
-          if (typeof v === 'string' && !(v as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
-          continue;
-        }
-        children.push(key, v);
-      }
-    }
-    for (let i = 0; i < children.length; i++) {
-      const v = children[i];
-      if (v !== null && typeof v === 'object') nested = true;
-      const n = sizeWalk(v, depth + 1, memo, limit);
-      if (n < 0) return -1;
-      size += n;
+  if (Buffer.isBuffer(value)) {
+    size += value.length;
+  } else if (Array.isArray(value) || value instanceof Map || Object.getPrototypeOf(value) === Object.prototype) {
+    const children = Array.isArray(value) ? value : value instanceof Map ? [...value].flat() : Object.entries(value).flat();
+    for (const child of children) {
+      size += sizeOf(child, memo, limit);
       if (size > limit) throw new WalkError('size');
     }
   }
-  if (nested) memo.set(value, size);
+  memo.set(value, size);
   return size;
 }
 
-/** wellFormed over a whole value, bounded as the comment above says. */
-function checkWalk(value: unknown, code: ErrorCode, what: string, limit: number): void {
+/**
+ * The walk over a whole value: what msgpackr is to pack, bounded as the comment above says.
+ * `inPlace`: the value is an array of our own (a tuple's or a batch's copy), whose elements are
+ * replaced by what the walk makes of them.
+ */
+function checkWalk(value: unknown, code: ErrorCode, what: string, limit: number, inPlace = false): unknown {
   walkVisits = 0;
   walkBudget = Math.min(WALK_BUDGET, limit);
-  let ok: boolean;
+  walkLimit = limit;
+  const take = (memo?: Map<object, unknown>): unknown => {
+    if (!inPlace) return walk(value, 0, true, memo);
+    const top = value as unknown[];
+    walkVisits++;
+    for (let i = 0; i < top.length; i++) top[i] = walk(top[i], 1, true, memo);
+    return top;
+  };
   try {
     try {
-      ok = wellFormed(value, 0);
+      return take();
     } catch (error) {
       if (!(error instanceof WalkError) || error.kind !== 'size') throw error;
       if (walkVisits > limit) throw error;  // that many containers: at least that many bytes
-      ok = sizeWalk(value, 0, new Map(), limit) >= 0;
+      // A graph of shared references: each container walked once (at most `limit` of them), then
+      // what the result encodes to bounded.
+      walkVisits = 0;
+      walkBudget = limit;
+      const taken = take(new Map());
+      sizeOf(taken, new Map(), limit);
+      return taken;
     }
   } catch (error) {
     if (!(error instanceof WalkError)) throw error;
@@ -219,13 +290,14 @@ function checkWalk(value: unknown, code: ErrorCode, what: string, limit: number)
       throw new CappedError(`${what} nests containers deeper than ${MAX_WALK_DEPTH} levels (a cycle?); at most 32 are stored`, code);
     }
     if (error.kind === 'view') {
-      throw new CappedError(`${what} holds a ${error.view}, which would not be stored as its bytes: pass a Buffer of them ` +
-        '(Buffer.from(view.buffer, view.byteOffset, view.byteLength))', code);
+      throw new CappedError(`${what} holds ${/^[A-Z]/.test(error.view ?? '') ? 'a ' : ''}${error.view}, which would not be stored as its bytes: ` +
+        'pass a Buffer of them (Buffer.from(view.buffer, view.byteOffset, view.byteLength))', code);
     }
+    if (error.kind === 'surrogate') throw new CappedError(`${what} has a string with a lone surrogate, which has no UTF-8 form`, code);
+    if (error.kind === 'length') throw new CappedError(`${what} holds an array whose length no array has`, code);
     throw new CappedError(`${what} would encode to more than ${limit} bytes, the most it may take here ` +
       '(an object graph with shared references, expanded on every path?)', 'ER_TUPLE_TOO_LARGE');
   }
-  if (!ok) throw new CappedError(`${what} has a string with a lone surrogate, which has no UTF-8 form`, code);
 }
 
 // msgpackr's pack is not re-entrant (its buffer and position are module state): a getter inside
@@ -303,10 +375,10 @@ function encodeFlat(value: unknown, length = -1): PackedRange | undefined {
 // copy, which the space hands to the watcher (takeCopy()): the watcher reads fields after the
 // write committed, and no user code (a getter, a Proxy trap) may run then. Without a watcher a
 // tuple is copied only when it leaves the fast encoder (the walk and msgpackr then read that
-// copy), to keep the common write as fast as it was; its fields the fast encoder read before it
-// gave up are read twice, and a batch without a watcher is read by the walk and by msgpackr. So
+// copy; the walk's snapshot, above, then copies what lies below its fields), to keep the common
+// write as fast as it was; its fields the fast encoder read before it gave up are read twice. So
 // a getter that answers differently on each read may be stored from another of its answers than
-// with a watcher (README, "Tuples"); what is stored is always well formed.
+// with a watcher (README, "Tuples"); what is stored is always one of its answers, checked.
 let lastCopy: unknown[] = [];
 
 /** The copy the last packTuple/packTuples made with `copy`; it is not kept here. */
@@ -373,13 +445,14 @@ function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = 
       const done = encodeFlat(value, length);
       if (done !== undefined) return done;
     }
-    // Off the fast path (or without one: upsert), the walk and msgpackr read the tuple's fields
-    // from one copy: a field's getter that answers differently on each read cannot pass the
-    // walk's checks with one answer and be encoded from another (a lone surrogate then became
-    // U+FFFD on its way in, a Float64Array the bytes of other writes).
+    // Off the fast path (or without one: upsert), msgpackr packs the walk's snapshot: a getter
+    // that answers differently on each read cannot pass the walk's checks with one answer and be
+    // encoded from another (a lone surrogate then became U+FFFD on its way in, a Float64Array the
+    // bytes of other writes). A tuple is a copy of our own by then (its elements are replaced by
+    // their snapshots), and so is a batch with `copy`.
     if (tuples === 1 && !copy) value = copyElements(value as unknown[], what, limit);
-    checkWalk(value, code, what, limit);
-    return packr.pack(value, mode);
+    const snap = checkWalk(value, code, what, limit, tuples === 1 || (tuples === 2 && copy));
+    return packr.pack(snap, mode);
   } catch (error) {
     if (copy) lastCopy = [];
     if (error instanceof CappedError) throw error;
