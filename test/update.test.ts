@@ -92,10 +92,9 @@ describe('update operators', () => {
     expect(codeOf(() => s.update(1, [[':', 2, 0, 0, 'q']]))).toBe('ER_UPDATE_FIELD');
     expect(codeOf(() => s.update(1, [[':', 2, -6, 0, 'q']]))).toBe('ER_UPDATE_FIELD');
     expect(s.get(1)).toEqual([1, '<_z>']);
-    // Bytes, as in Tarantool; but cutting a multi-byte character in half is refused (Tarantool
-    // stores the malformed string).
+    // Bytes, as in Tarantool: cutting a multi-byte character in half is refused.
     s.replace([1, 'é']);
-    expect(codeOf(() => s.update(1, [[':', 2, 2, 0, 'x']]))).toBe('ER_UPDATE_FIELD');
+    expect(codeOf(() => s.update(1, [[':', 2, 2, 0, 'x']]))).toBe('ER_TUPLE_FORMAT');
     expect(s.get(1)).toEqual([1, 'é']);
   });
 

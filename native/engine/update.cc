@@ -312,12 +312,6 @@ void UpdateOps::apply(const uint8_t* tuple, std::string* out, bool skip_failed) 
           int64_t cut = op.len;
           if (cut < 0) cut = cut < -(n - pos) ? 0 : cut + n - pos;
           else if (cut > n - pos) cut = n - pos;
-          // The stored string is well-formed UTF-8, and so is op.str: the result is too exactly
-          // when both cut points fall between characters (not on a continuation byte). Tarantool
-          // splices bytes whatever they are; a malformed result would be refused anyway.
-          auto inside_char = [&](int64_t at) { return at < n && (s[at] & 0xC0) == 0x80; };
-          if (inside_char(pos) || inside_char(pos + cut))
-            throw field_error("SPLICE: the offset or length falls inside a UTF-8 character");
           const size_t total = size_t(n - cut) + op.str_len;
           if (total > UINT32_MAX) throw field_error("the result is too long");
           // Built apart, then stored in place of the old value (replace_owned).
