@@ -10,7 +10,7 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { Packr } from 'msgpackr';
 import { Space, expirationd } from '../src/index.js';
-import { pack } from '../src/native/codec.js';
+import { pack, packTuples } from '../src/native/codec.js';
 import { codeOrNone as codeOf } from './support/errors.js';
 
 const spaces: Space<any, any>[] = [];
@@ -143,6 +143,28 @@ describe('the snapshot packs to the bytes msgpackr writes for the value itself',
       expect(pack(value).equals(reference.pack(value))).toBe(true);
     });
   }
+
+  // insertMany's batch: each flat tuple by the fast encoder, the others by msgpackr, one header.
+  test('a batch (insertMany) of flat and nested tuples, at every array header size, with and without a watcher\'s copy', () => {
+    let seed = 7;
+    const rand = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    const tuple = (i: number): unknown[] => {
+      switch (rand(6)) {
+        case 0: return [i, `user${i}@tarantool.io`, 1_700_000_000 + i];
+        case 1: return [i, -i, i / 3, null, true, false, 'x'.repeat(rand(40))];
+        case 2: return [i, { nested: [i, 'é'] }, new Map([['k', i]])];
+        case 3: return [i, 'ünïcödé', 2 ** 40 + i, -(2 ** 33)];
+        case 4: return Array.from({ length: 16 + rand(4) }, (_, k) => k);
+        default: return [i, Buffer.from([i & 255]), new Date(i * 1000), [1, [2, [3]]]];
+      }
+    };
+    for (const n of [0, 1, 15, 16, 300, 65_535, 65_536]) {
+      const batch = Array.from({ length: n }, (_, i) => tuple(i));
+      const expected = reference.pack(batch);
+      expect(packTuples(batch, 1 << 20, false).equals(expected)).toBe(true);
+      expect(packTuples(batch, 1 << 20, true).equals(expected)).toBe(true);
+    }
+  });
 
   test('a shared-reference graph past the walk budget (the memoized snapshot) packs the same', () => {
     const leaf = { a: [1, 'x'] };

@@ -334,38 +334,46 @@ export function writeNumber(b: Buffer, p: number, v: number): number {
 // exactly the bytes msgpackr writes (test/hotpath.test.ts compares them on seeded tuples).
 // Anything else returns undefined, having written nothing that counts, and goes to msgpackr.
 // It runs inside encode(), so a getter that calls the space meets the same refusal.
-const flatOut = Buffer.allocUnsafeSlow(1 + 15 * 32) as PackedRange;
+/** The most bytes encodeFlat writes: a header, then 15 fields of at most 32 bytes (a float64 is 9). */
+const FLAT_MAX = 1 + 15 * 32;
+const flatOut = Buffer.allocUnsafeSlow(FLAT_MAX) as PackedRange;
 flatOut.start = 0;
 
 // `length`: the tuple's length when the caller read and checked it already (a Proxy may answer
 // differently on a second read).
 function encodeFlat(value: unknown, length = -1): PackedRange | undefined {
-  if (!Array.isArray(value)) return undefined;
+  const end = encodeFlatAt(value, length, flatOut, 0);
+  if (end < 0) return undefined;
+  flatOut.end = end;
+  return flatOut;
+}
+
+/** encodeFlat into b at `at` (at least FLAT_MAX bytes of room): the end, or -1. */
+function encodeFlatAt(value: unknown, length: number, b: Buffer, at: number): number {
+  if (!Array.isArray(value)) return -1;
   const n = length >= 0 ? length : value.length;
-  if (n >= 16) return undefined;
-  const b = flatOut;
-  b[0] = 0x90 | n;
-  let p = 1;
+  if (n >= 16) return -1;
+  b[at] = 0x90 | n;
+  let p = at + 1;
   for (let i = 0; i < n; i++) {
     const v: unknown = value[i];
     if (typeof v === 'number') {
       p = writeNumber(b, p, v);
     } else if (typeof v === 'string') {
       const len = v.length;
-      if (len >= 32) return undefined;
+      if (len >= 32) return -1;
       b[p++] = 0xa0 | len;
       for (let k = 0; k < len; k++) {
         const c = v.charCodeAt(k);
-        if (c >= 0x80) return undefined;
+        if (c >= 0x80) return -1;
         b[p++] = c;
       }
     } else if (v === null) b[p++] = 0xc0;
     else if (v === true) b[p++] = 0xc3;
     else if (v === false) b[p++] = 0xc2;
-    else return undefined;
+    else return -1;
   }
-  flatOut.end = p;
-  return flatOut;
+  return p;
 }
 
 // A tuple a write stores (packTuple, packTupleBuffer, packTuples) is checked inside the guard
@@ -429,17 +437,16 @@ function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = 
       if (copy) value = lastCopy = copyElements(value as unknown[], what, limit);
       else length = checkedLength(value as unknown[], what, limit);
     } else if (tuples === 2) {
-      const batch = value as unknown[];
-      if (copy) {
-        const copies = copyElements(batch, 'insertMany: the batch', MAX_ENCODED);
-        for (let i = 0; i < copies.length; i++) copies[i] = copyElements(batchTuple(copies[i], i), `insertMany: tuple #${i}`, limit);
-        value = lastCopy = copies;
-        limit = limitOf(limit, copies.length);
-      } else {
-        const n = checkedLength(batch, 'insertMany: the batch', MAX_ENCODED);
-        for (let i = 0; i < n; i++) checkedLength(batchTuple(batch[i], i), `insertMany: tuple #${i}`, limit);
-        limit = limitOf(limit, n);
+      // The batch's tuples, each read once; with `copy`, each a copy of its fields too.
+      const items = copyElements(value as unknown[], 'insertMany: the batch', MAX_ENCODED);
+      const lengths: number[] = [];
+      for (let i = 0; i < items.length; i++) {
+        const tuple = batchTuple(items[i], i);
+        if (copy) items[i] = copyElements(tuple, `insertMany: tuple #${i}`, limit);
+        else lengths.push(checkedLength(tuple, `insertMany: tuple #${i}`, limit));
       }
+      if (copy) lastCopy = items;
+      return encodeBatch(items, copy ? undefined : lengths, code, what, limit);
     }
     if (flat) {
       const done = encodeFlat(value, length);
@@ -451,8 +458,7 @@ function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = 
     // bytes of other writes). A tuple is a copy of our own by then (its elements are replaced by
     // their snapshots), and so is a batch with `copy`.
     if (tuples === 1 && !copy) value = copyElements(value as unknown[], what, limit);
-    const snap = checkWalk(value, code, what, limit, tuples === 1 || (tuples === 2 && copy));
-    return packr.pack(snap, mode);
+    return packr.pack(checkWalk(value, code, what, limit, tuples === 1), mode);
   } catch (error) {
     if (copy) lastCopy = [];
     if (error instanceof CappedError) throw error;
@@ -460,6 +466,44 @@ function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = 
   } finally {
     packing = false;
   }
+}
+
+/**
+ * A batch of tuples (insertMany) as msgpackr packs an array of them, into a Buffer of its own:
+ * each tuple by encodeFlat when it can (each field read once, no msgpackr), else by msgpackr from
+ * the walk's snapshot. `lengths`: each tuple's length, read and checked already (the tuples are
+ * the caller's arrays); without them the tuples are copies of our own (the walk replaces their
+ * fields by their snapshots). `limit`: one tuple's.
+ */
+function encodeBatch(items: unknown[], lengths: number[] | undefined, code: ErrorCode, what: string, limit: number): Buffer {
+  const n = items.length;
+  const total = limitOf(limit, n);
+  let out = Buffer.allocUnsafe(64 + n * 48);
+  let end = 0;
+  const room = (size: number): void => {
+    if (end + size <= out.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(out.length * 2, end + size));
+    out.copy(grown, 0, 0, end);
+    out = grown;
+  };
+  // msgpackr's array header.
+  if (n < 0x10) out[end++] = 0x90 | n;
+  else if (n < 0x10000) { out[end++] = 0xdc; end = out.writeUInt16BE(n, end); }
+  else { out[end++] = 0xdd; end = out.writeUInt32BE(n, end); }
+  for (let i = 0; i < n; i++) {
+    room(FLAT_MAX);
+    const flat = encodeFlatAt(items[i], lengths === undefined ? -1 : lengths[i], out, end);
+    if (flat >= 0) {
+      end = flat;
+    } else {
+      const tuple = lengths === undefined ? items[i] : copyElements(items[i] as unknown[], what, limit);
+      const packed = packr.pack(checkWalk(tuple, code, what, limit, true), REUSE_BUFFER_MODE) as PackedRange;
+      room(packed.end - packed.start);
+      end += packed.copy(out, end, packed.start, packed.end);
+    }
+    if (end > total) throw new CappedError(`${what} would encode to more than ${total} bytes, the most it may take here`, 'ER_TUPLE_TOO_LARGE');
+  }
+  return out.subarray(0, end);
 }
 
 /**
