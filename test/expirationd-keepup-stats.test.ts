@@ -80,6 +80,24 @@ describe('lag', () => {
     expect(task.stats().lag).toBe(0);
   });
 
+  test('checked: an early-break pass counts the live tuple that ended it, natively and in JavaScript alike', () => {
+    const counts: number[] = [];
+    for (const js of [false, true]) {
+      const space = makeSpace(`checked-${js}`);
+      for (let id = 0; id < 3; id++) space.insert([id, BASE - 100 + id]);
+      for (let id = 3; id < 5; id++) space.insert([id, BASE + 10_000 + id]);
+      // processExpired decides in JavaScript (scan, then the TTL rule there); without it the chunk is native.
+      const task = expirationd.start(`checked-${js}`, space, options({
+        itIndex: 'exp', fullScanDelay: 60, ...(js ? { processExpired: (ts: unknown[][]) => { for (const t of ts) space.delete(t[0] as number); } } : {}),
+      }));
+      vi.advanceTimersByTime(0);
+      expect(space.len()).toBe(2);
+      counts.push(task.stats().checked);
+      task.kill();
+    }
+    expect(counts).toEqual([4, 4]);  // 3 expired, then the first live one
+  });
+
   test('a killed task keeps its last lag; a dropped space does not make stats() throw', () => {
     const space = makeSpace();
     space.insert([1, BASE - 100]);

@@ -50,6 +50,8 @@ export function scratchBuffer(): Buffer {
 //   to, refusing the value once that passes `limit`.
 const MAX_WALK_DEPTH = 40;
 const WALK_BUDGET = 1 << 22;
+/** The memoized walk's bound (values and bytes it copies), whatever the limit. */
+const MEMO_BUDGET = 1 << 27;
 /** No value may encode to more (maxTupleSize < 2^32; a batch or a key has no smaller bound). */
 export const MAX_ENCODED = 2 ** 32;
 
@@ -97,8 +99,9 @@ const EXTENSION_CLASSES: unknown[] = [Date, Set, Error, RegExp, ArrayBuffer, Typ
 const BUILT_IN = new Set<unknown>([Object.prototype, Array.prototype, Map.prototype, Set.prototype, Date.prototype,
   RegExp.prototype, Error.prototype, EvalError.prototype, RangeError.prototype, ReferenceError.prototype,
   SyntaxError.prototype, TypeError.prototype, URIError.prototype, ArrayBuffer.prototype, DataView.prototype,
-  TypedArray.prototype, Buffer.prototype, Function.prototype,
-  ...[Uint8Array, Int8Array, Uint8ClampedArray, Uint16Array, Int16Array, Uint32Array, Int32Array, Float32Array, Float64Array,
+  TypedArray.prototype, Buffer.prototype, Function.prototype, AggregateError.prototype, Number.prototype, String.prototype,
+  Boolean.prototype, Symbol.prototype, BigInt.prototype, Promise.prototype, WeakMap.prototype, WeakSet.prototype,
+  WeakRef.prototype, ...[Uint8Array, Int8Array, Uint8ClampedArray, Uint16Array, Int16Array, Uint32Array, Int32Array, Float32Array, Float64Array,
     BigInt64Array, BigUint64Array].map((c) => c.prototype)]);
 
 function builtIn(value: object): boolean {
@@ -109,6 +112,47 @@ function builtIn(value: object): boolean {
     if (!BUILT_IN.has(p)) return false;
   }
   return false;
+}
+
+/**
+ * A map as the walk hands it to msgpackr: its entries, in order. msgpackr packs anything whose
+ * `constructor` is Map from `size` and its iterator, to the bytes it writes for a plain object of
+ * the same string keys; and unlike a copy into an object or a Map, this keeps every key as it
+ * came, in its order (no own `constructor` or `toJSON` key to change how msgpackr sees the copy,
+ * no two keys that the walk made equal, such as two functions, merged into one).
+ */
+class Entries {
+  constructor(readonly list: [unknown, unknown][]) {}
+  get size(): number {
+    return this.list.length;
+  }
+  [Symbol.iterator](): Iterator<[unknown, unknown]> {
+    return this.list[Symbol.iterator]();
+  }
+}
+Object.defineProperty(Entries.prototype, 'constructor', { value: Map });
+
+/**
+ * Whether a user's msgpackr extension (addExtension() is global) claims the instances of one of
+ * msgpackr's own extension classes: then such a value goes to msgpackr as it is, for that
+ * extension. Found by packing a sample both ways, once per walk.
+ */
+const SAMPLES = new Map<unknown, () => [unknown, unknown]>([
+  [Set, () => [new Set([1]), [1]]],
+  [Error, () => [new Error('m'), ['Error', 'm', undefined]]],
+  [RegExp, () => [/a/g, ['a', 'g']]],
+  [ArrayBuffer, () => [new Uint8Array([1]).buffer, Buffer.from([1])]],
+  [TypedArray, () => [new Int8Array([1]), Buffer.from([1])]],
+]);
+let claims = new Map<unknown, boolean>();
+function claimed(cls: unknown): boolean {
+  let claim = claims.get(cls);
+  if (claim === undefined) {
+    const [sample, as] = (SAMPLES.get(cls) as () => [unknown, unknown])();
+    claim = !Buffer.from(packr.pack(sample)).equals(packr.pack(as));
+    claims.set(cls, claim);
+  }
+  return claim;
 }
 
 let walkVisits = 0;
@@ -125,7 +169,12 @@ function wellFormed(s: string): string {
  * object handed over unchanged, where msgpackr reads the originals: then only checked).
  */
 function walk(value: unknown, depth: number, copy: boolean, memo?: Map<object, unknown>): unknown {
-  if (typeof value === 'string') return wellFormed(value);
+  if (typeof value === 'string') {
+    // A header byte and its UTF-16 length, at least as many bytes (a shared string is packed on
+    // every path).
+    if ((walkVisits += 1 + value.length) > walkBudget) throw new WalkError('size');
+    return wellFormed(value);
+  }
   if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return value;
   if (memo?.has(value)) return memo.get(value);
   if (depth > MAX_WALK_DEPTH) throw new WalkError('depth');
@@ -142,7 +191,7 @@ function walkObject(value: object, depth: number, copy: boolean, memo: Map<objec
   if (kind === Map) {
     const entries: [unknown, unknown][] = [];
     for (const [k, v] of value as Map<unknown, unknown>) entries.push([walk(k, depth + 1, copy, memo), walk(v, depth + 1, copy, memo)]);
-    return copy ? new Map(entries) : value;
+    return copy ? new Entries(entries) : value;
   }
   // msgpackr's extensions (a user's first: see above).
   if (copy && !builtIn(value)) copy = false;
@@ -156,6 +205,7 @@ function walkObject(value: object, depth: number, copy: boolean, memo: Map<objec
     if (kind === cls || !ownJSON) ext = cls;
     break;
   }
+  if (copy && SAMPLES.has(ext) && claimed(ext)) copy = false;
   if (ext === Date) {
     const time = dateTime.call(value);
     return copy ? new Date(time) : value;
@@ -179,6 +229,7 @@ function walkObject(value: object, depth: number, copy: boolean, memo: Map<objec
     const n = bufferLength.call(value);
     // msgpackr reads the byteLength property: one that lies is refused where the value is not copied.
     if (!copy && (value as ArrayBuffer).byteLength !== n) throw new WalkError('view', 'ArrayBuffer whose byteLength lies');
+    if ((walkVisits += n) > walkBudget) throw new WalkError('size');
     return copy ? Buffer.from(new Uint8Array(value as ArrayBuffer, 0, n)) : value;
   }
   if (ext === TypedArray) {
@@ -186,15 +237,19 @@ function walkObject(value: object, depth: number, copy: boolean, memo: Map<objec
     if (!bytes) throw new WalkError('view', types.isTypedArray(value) ? Object.prototype.toString.call(value).slice(8, -1) : 'an object posing as a typed array');
     const n = viewLength.call(value);
     if (!copy && (value as Uint8Array).byteLength !== n) throw new WalkError('view', `${Object.prototype.toString.call(value).slice(8, -1)} whose byteLength lies`);
+    if ((walkVisits += n) > walkBudget) throw new WalkError('size');
     return copy ? Buffer.from(new Uint8Array(viewBuffer.call(value), viewOffset.call(value), n)) : value;
   }
   if (ext === DataView) throw new WalkError('view', 'DataView');
   if (Array.isArray(value)) return walkArray(value, depth, copy, memo);
   if (toJSON) {
     const json: unknown = (toJSON as () => unknown).call(value);
-    if (json !== value) return walk(json, depth + 1, copy, memo);
+    if (json !== value) {
+      const out = walk(json, depth + 1, copy, memo);
+      return copy ? out : value;
+    }
   }
-  if (typeof value === 'function') return undefined;
+  if (typeof value === 'function') return copy ? undefined : value;
   // Binary data msgpackr does not know as such (another realm's, a SharedArrayBuffer) would be
   // packed as an object of its own keys: nothing of its bytes.
   if (ArrayBuffer.isView(value) || types.isAnyArrayBuffer(value)) throw new WalkError('view', Object.prototype.toString.call(value).slice(8, -1));
@@ -209,8 +264,13 @@ function walkArray(value: unknown[], depth: number, copy: boolean, memo: Map<obj
   const out: unknown[] = [];
   for (let i = 0; i < n; i++) {
     let v = value[i];
-    // Numbers, booleans, null and undefined as they are (the common fields, without a call).
-    if (typeof v === 'object' ? v !== null : typeof v !== 'number' && typeof v !== 'boolean' && v !== undefined) v = walk(v, depth + 1, copy, memo);
+    // Numbers, booleans, null and undefined as they are (the common fields, without a call), a
+    // byte each at least; the rest through walk(), which counts them.
+    if (typeof v === 'object' ? v !== null : typeof v !== 'number' && typeof v !== 'boolean' && v !== undefined) {
+      v = walk(v, depth + 1, copy, memo);
+    } else if (++walkVisits > walkBudget) {
+      throw new WalkError('size');
+    }
     if (copy) out.push(v);
   }
   return copy ? out : value;
@@ -218,15 +278,13 @@ function walkArray(value: unknown[], depth: number, copy: boolean, memo: Map<obj
 
 /** An object as msgpackr writes it: its own enumerable string keys (Object.keys), each value read once. */
 function walkKeys(value: object, depth: number, copy: boolean, memo: Map<object, unknown> | undefined): unknown {
-  const out: Record<string, unknown> = {};
+  const out: [unknown, unknown][] = [];
   for (const key of Object.keys(value)) {
+    if (++walkVisits > walkBudget) throw new WalkError('size');  // the key, a byte at least
     const v = walk((value as Record<string, unknown>)[wellFormed(key)], depth + 1, copy, memo);
-    if (!copy) continue;
-    // A key '__proto__' is an own data property here, as it was there, not the prototype.
-    if (key === '__proto__') Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
-    else out[key] = v;
+    if (copy) out.push([key, v]);
   }
-  return copy ? out : value;
+  return copy ? new Entries(out) : value;
 }
 
 /**
@@ -240,15 +298,25 @@ function sizeOf(value: unknown, memo: Map<object, number>, limit: number): numbe
   if (value === null || typeof value !== 'object') return 1;
   const known = memo.get(value);
   if (known !== undefined) return known;
+  memo.set(value, 1);  // a cycle (below an object handed over) counts once
   let size = 1;
+  let children: unknown[];
   if (Buffer.isBuffer(value)) {
     size += value.length;
-  } else if (Array.isArray(value) || value instanceof Map || Object.getPrototypeOf(value) === Object.prototype) {
-    const children = Array.isArray(value) ? value : value instanceof Map ? [...value].flat() : Object.entries(value).flat();
-    for (const child of children) {
-      size += sizeOf(child, memo, limit);
-      if (size > limit) throw new WalkError('size');
-    }
+    children = [];
+  } else if (value instanceof Entries || value instanceof Map) {
+    children = [...(value as Iterable<[unknown, unknown]>)].flat();
+  } else if (Array.isArray(value)) {
+    children = value;
+  } else if (value instanceof Date) {
+    children = [];
+  } else {
+    // An object handed over as it is: what msgpackr writes of it without an extension, its own keys.
+    children = Object.entries(value).flat();
+  }
+  for (const child of children) {
+    size += sizeOf(child, memo, limit);
+    if (size > limit) throw new WalkError('size');
   }
   memo.set(value, size);
   return size;
@@ -259,10 +327,11 @@ function sizeOf(value: unknown, memo: Map<object, number>, limit: number): numbe
  * `inPlace`: the value is an array of our own (a tuple's or a batch's copy), whose elements are
  * replaced by what the walk makes of them.
  */
-function checkWalk(value: unknown, code: ErrorCode, what: string, limit: number, inPlace = false): unknown {
+function checkWalk(value: unknown, code: ErrorCode, what: string, limit: number, inPlace = false, valueLimit = limit): unknown {
   walkVisits = 0;
   walkBudget = Math.min(WALK_BUDGET, limit);
-  walkLimit = limit;
+  walkLimit = valueLimit;
+  if (claims.size > 0) claims = new Map();
   const take = (memo?: Map<object, unknown>): unknown => {
     if (!inPlace) return walk(value, 0, true, memo);
     const top = value as unknown[];
@@ -279,7 +348,7 @@ function checkWalk(value: unknown, code: ErrorCode, what: string, limit: number,
       // A graph of shared references: each container walked once (at most `limit` of them), then
       // what the result encodes to bounded.
       walkVisits = 0;
-      walkBudget = limit;
+      walkBudget = Math.min(limit, MEMO_BUDGET);
       const taken = take(new Map());
       sizeOf(taken, new Map(), limit);
       return taken;
@@ -424,7 +493,7 @@ function batchTuple(value: unknown, i: number): unknown[] {
 // tuples: 1, a tuple a write stores; 2, a batch of them (`limit` is then one tuple's, and the
 // batch's is limitOf(limit, its length)); checked, and copied with `copy` (see lastCopy).
 function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = false, limit = MAX_ENCODED,
-  tuples: 0 | 1 | 2 = 0, copy = false): Buffer {
+  tuples: 0 | 1 | 2 = 0, copy = false, valueLimit = limit): Buffer {
   if (packing) {
     throw new CappedError(`${what} cannot be encoded while another tuple or key is being encoded ` +
       '(a getter inside a tuple or key called the space)', 'ER_ILLEGAL_PARAMS');
@@ -458,7 +527,7 @@ function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = 
     // bytes of other writes). A tuple is a copy of our own by then (its elements are replaced by
     // their snapshots), and so is a batch with `copy`.
     if (tuples === 1 && !copy) value = copyElements(value as unknown[], what, limit);
-    return packr.pack(checkWalk(value, code, what, limit, tuples === 1), mode);
+    return packr.pack(checkWalk(value, code, what, limit, tuples === 1, valueLimit), mode);
   } catch (error) {
     if (copy) lastCopy = [];
     if (error instanceof CappedError) throw error;
@@ -496,8 +565,11 @@ function encodeBatch(items: unknown[], lengths: number[] | undefined, code: Erro
     if (flat >= 0) {
       end = flat;
     } else {
-      const tuple = lengths === undefined ? items[i] : copyElements(items[i] as unknown[], what, limit);
-      const packed = packr.pack(checkWalk(tuple, code, what, limit, true), REUSE_BUFFER_MODE) as PackedRange;
+      // Bounded by the batch's limit, as the batch was when msgpackr packed it whole: a tuple over
+      // maxTupleSize is the addon's to refuse, in the batch's order (an earlier tuple's duplicate
+      // key is the error then, as in Tarantool).
+      const tuple = lengths === undefined ? items[i] : copyElements(items[i] as unknown[], what, total);
+      const packed = packr.pack(checkWalk(tuple, code, what, total, true), REUSE_BUFFER_MODE) as PackedRange;
       room(packed.end - packed.start);
       end += packed.copy(out, end, packed.start, packed.end);
     }
@@ -803,6 +875,7 @@ function skipValue(b: Buffer, p: number): number {
 }
 
 /** Update operations on their way into the addon, which copies them: as packRange. */
-export function packOps(ops: unknown, limit = MAX_ENCODED): PackedRange {
-  return encode(ops, 'ER_UPDATE_OP', 'the update operations', REUSE_BUFFER_MODE, false, limit) as PackedRange;
+/** `limit`: all the operations'; `valueLimit`: one array's length in them (its elements go into one tuple). */
+export function packOps(ops: unknown, limit = MAX_ENCODED, valueLimit = limit): PackedRange {
+  return encode(ops, 'ER_UPDATE_OP', 'the update operations', REUSE_BUFFER_MODE, false, limit, 0, false, valueLimit) as PackedRange;
 }

@@ -128,7 +128,7 @@ export class Index<T extends unknown[] = unknown[], K = Key, R = KeyPrefix<K>> {
     if (end >= 0) {
       result = this.#h.update(this.id, k, opsBufferOf(), 0, end, scratchBuffer());
     } else {
-      const o = packOps(ops, limitOf(maxTupleSizeOf(this.space), ops.length));
+      const o = packOps(ops, limitOf(maxTupleSizeOf(this.space), ops.length), limitOf(maxTupleSizeOf(this.space)));
       result = this.#h.update(this.id, k, o, o.start, o.end, scratchBuffer());
     }
     return this.#updated(result);

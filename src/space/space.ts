@@ -352,7 +352,7 @@ export class Space<T extends unknown[] = unknown[], K = Key> {
     const t = packTupleBuffer(checkTuple('upsert', tuple), this.#maxTupleSize);
     const end = packOpsFast(checkOps('upsert', ops));
     if (atomicActive) enlist(this, this.#h);
-    const o = end >= 0 ? opsBufferOf() : packOps(ops, limitOf(this.#maxTupleSize, ops.length));
+    const o = end >= 0 ? opsBufferOf() : packOps(ops, limitOf(this.#maxTupleSize, ops.length), limitOf(this.#maxTupleSize));
     const [start, stop] = end >= 0 ? [0, end] : [(o as ReturnType<typeof packOps>).start, (o as ReturnType<typeof packOps>).end];
     const want = this.#watch !== undefined;
     const result = this.#h.upsert(t, o, start, stop, want, scratchBuffer());
