@@ -12,9 +12,9 @@
 // left (a user's msgpackr extension that packs a wide typed array) is a comment below.
 import vm from 'node:vm';
 import { afterEach, describe, expect, test } from 'vitest';
-import { Space, atomic, expirationd } from '../src/index.js';
-import { handleOf } from '../src/space/space.js';
+import { Space, expirationd } from '../src/index.js';
 import { codeOrNone as codeOf } from './support/errors.js';
+import { canary, raw, writePaths, type WritePath } from './support/leaks.js';
 
 const spaces: Space<any, any>[] = [];
 function track<S extends Space<any, any>>(s: S): S {
@@ -41,41 +41,12 @@ function ttl(clock = { now: 1_000 }, opts: Record<string, unknown> = {}): Space<
   s.insert([1, 9e15]);
   return s;
 }
-/** Every stored tuple's MessagePack bytes, concatenated (primary index order). */
-function raw(s: Space<any, any>): Buffer {
-  const b = Buffer.alloc(1 << 20);
-  const r = handleOf(s).select(0, undefined, 2 /* Iter.ALL */, 1_000_000, 0, b, NaN);
-  return typeof r === 'number' ? Buffer.from(b.subarray(0, r)) : Buffer.from(r);
-}
-/** Fills msgpackr's buffers and the heap with markers. */
-function canary(): void {
-  const s = track(new Space<any[], number>(`rev-leak-canary-${++n}`));
-  s.createIndex('pk', { parts: [[1, 'unsigned']] });
-  for (let i = 0; i < 300; i++) s.replace([i % 5, 'CANARY'.repeat(300)]);
-  for (let i = 0; i < 20; i++) Buffer.allocUnsafe(4096).fill(0xab);
-  s.drop();
-}
-
 const f64 = (): Float64Array => new Float64Array([1.5, 2.5]);
 const REFUSED = new Set(['ER_TUPLE_FORMAT', 'ER_UPDATE_OP']);
 
 // Every synchronous write path a tuple field (or an update's argument) takes into a space.
-const PATHS: [string, (v: unknown) => Space<any, any>][] = [
-  ['insert', (v) => { const s = plain(); s.insert([2, v]); return s; }],
-  ['replace', (v) => { const s = plain(); s.replace([1, v]); return s; }],
-  ['insertMany', (v) => { const s = plain(); s.insertMany([[2, 'a'], [3, v]]); return s; }],
-  ['upsert tuple', (v) => { const s = plain(); s.upsert([2, v], [['=', 2, 'x']]); return s; }],
-  ['upsert op', (v) => { const s = plain(); s.upsert([1, 'x'], [['=', 2, v]]); return s; }],
-  ["update '='", (v) => { const s = plain(); s.update(1, [['=', 2, v]]); return s; }],
-  ["update '!'", (v) => { const s = plain(); s.update(1, [['!', 2, v]]); return s; }],
-  ['index.update', (v) => { const s = plain(); s.index.pk.update(1, [['=', 2, v]]); return s; }],
-  ['atomic insert', (v) => { const s = plain(); atomic(() => { s.insert([2, v]); }); return s; }],
-  ['insert, task running', (v) => {
-    const s = ttl(); expirationd.start(`rev-leak-t${++n}`, s, { itIndex: 'exp' }); s.insert([2, 9e15, v]); return s;
-  }],
-  ['insertMany, task running', (v) => {
-    const s = ttl(); expirationd.start(`rev-leak-t${++n}`, s, { itIndex: 'exp' }); s.insertMany([[2, 9e15, v]]); return s;
-  }],
+const PATHS: WritePath[] = [
+  ...writePaths(() => plain(), () => ttl()),
   ['capped evictExpiring', (v) => {
     const clock = { now: 1_000 };
     const s = ttl(clock, { maxTuples: 1, onFull: 'evictExpiring' });

@@ -9,10 +9,10 @@
 // update argument's length bounded by maxTupleSize.
 import { afterEach, describe, expect, test } from 'vitest';
 import { Packr, addExtension } from 'msgpackr';
-import { Space, atomic, expirationd } from '../src/index.js';
+import { Space, expirationd } from '../src/index.js';
 import { pack } from '../src/native/codec.js';
-import { handleOf } from '../src/space/space.js';
 import { codeOrNone as codeOf } from './support/errors.js';
+import { canary, raw, writePaths } from './support/leaks.js';
 
 const ref = new Packr({ useRecords: false, variableMapSize: true });
 const hex = (f: () => Buffer): string => { try { return f().toString('hex'); } catch (e) { return `throws: ${(e as Error).message}`; } };
@@ -39,31 +39,7 @@ function ttl(): Space<any[], number> {
   s.createIndex('exp', { unique: false, parts: [[2, 'number']] });
   return s;
 }
-function raw(s: Space<any, any>): Buffer {
-  const b = Buffer.alloc(1 << 20);
-  const r = handleOf(s).select(0, undefined, 2 /* ALL */, 1_000_000, 0, b, NaN);
-  return typeof r === 'number' ? Buffer.from(b.subarray(0, r)) : Buffer.from(r);
-}
-function canary(): void {
-  const s = plain();
-  for (let i = 0; i < 200; i++) s.replace([i % 5, 'CANARY'.repeat(300)]);
-  for (let i = 0; i < 20; i++) Buffer.allocUnsafe(4096).fill(0xab);
-  s.drop();
-}
-// Every write path a field (or an update's argument) takes into a space.
-const PATHS: [string, (v: unknown) => Space<any, any>][] = [
-  ['insert', (v) => { const s = plain(); s.insert([2, v]); return s; }],
-  ['replace', (v) => { const s = plain(); s.replace([1, v]); return s; }],
-  ['insertMany', (v) => { const s = plain(); s.insertMany([[2, 'a'], [3, v]]); return s; }],
-  ['upsert tuple', (v) => { const s = plain(); s.upsert([2, v], [['=', 2, 'x']]); return s; }],
-  ['upsert op', (v) => { const s = plain(); s.upsert([1, 'x'], [['=', 2, v]]); return s; }],
-  ["update '='", (v) => { const s = plain(); s.update(1, [['=', 2, v]]); return s; }],
-  ["update '!'", (v) => { const s = plain(); s.update(1, [['!', 2, v]]); return s; }],
-  ['index.update', (v) => { const s = plain(); s.index.pk.update(1, [['=', 2, v]]); return s; }],
-  ['atomic insert', (v) => { const s = plain(); atomic(() => { s.insert([2, v]); }); return s; }],
-  ['insert, task running', (v) => { const s = ttl(); expirationd.start(`rw-t${++n}`, s, { itIndex: 'exp' }); s.insert([2, 9e15, v]); return s; }],
-  ['insertMany, task running', (v) => { const s = ttl(); expirationd.start(`rw-t${++n}`, s, { itIndex: 'exp' }); s.insertMany([[2, 9e15, v]]); return s; }],
-];
+const PATHS = writePaths(() => plain(), () => ttl());
 /** Paths where make() was neither refused nor stored as exactly `exact` (msgpackr's bytes) without a canary. */
 function unsafePaths(make: () => unknown, exact?: Buffer): string[] {
   const bad: string[] = [];
