@@ -750,5 +750,8 @@ describe('the pre-pack walk', () => {
     // The plain walk visits up to 2^22 containers (about half of them the leaf) before it
     // switches; msgpackr's expansion would add 2^22 more.
     expect(calls).toBeLessThan(2 ** 22);
+    // Refused by the walk (its message), not by the addon after msgpackr expanded the walk's
+    // snapshot (which holds no getter any more, so `calls` alone would not tell).
+    expect(() => s.insert([2, o])).toThrow(/would encode to more than/);
   }, 30_000);
 });
