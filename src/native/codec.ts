@@ -77,7 +77,7 @@ class WalkError extends Error {
 // data is read from its internal slots, not from properties an instance can override (a
 // `byteLength` that said 64 over 2 bytes made msgpackr write 62 bytes of the heap), and only this
 // realm's byte views and ArrayBuffers pass: msgpackr copies a view's elements, not its bytes, and
-// packs another realm's as an empty object. One case is left as it is: an object that reaches
+// packs another realm's as an object (a typed array's element indices, or nothing). One case is left as it is: an object that reaches
 // msgpackr's extensions (not a plain object, array or Map) and is an instance of a class that is
 // not built in may be packed by a user's msgpackr extension (addExtension() is global), so it is
 // handed over unchanged, checked as msgpackr packs it without one: what lies below it is read
