@@ -176,13 +176,24 @@ function walk(value: unknown, depth: number, copy: boolean, memo?: Map<object, u
     return wellFormed(value);
   }
   if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return value;
-  if (memo?.has(value)) return memo.get(value);
+  if (memo?.has(value)) {
+    sawObject = true;
+    return memo.get(value);
+  }
   if (depth > MAX_WALK_DEPTH) throw new WalkError('depth');
   if (++walkVisits > walkBudget) throw new WalkError('size');
+  sawObject = false;
   const out = walkObject(value, depth, copy, memo);
-  memo?.set(value, out);
+  // Memoized when it holds objects: a graph's paths multiply through those; one that holds none
+  // costs its own size on every path, as msgpackr's packing will (and millions of small arrays
+  // would otherwise fill the Map).
+  if (memo !== undefined && sawObject) memo.set(value, out);
+  sawObject = true;
   return out;
 }
+
+/** Whether walk() met an object since it last cleared this (the memo's rule above). */
+let sawObject = false;
 
 function walkObject(value: object, depth: number, copy: boolean, memo: Map<object, unknown> | undefined): unknown {
   const kind = (value as { constructor?: unknown }).constructor;
@@ -298,7 +309,6 @@ function sizeOf(value: unknown, memo: Map<object, number>, limit: number): numbe
   if (value === null || typeof value !== 'object') return 1;
   const known = memo.get(value);
   if (known !== undefined) return known;
-  memo.set(value, 1);  // a cycle (below an object handed over) counts once
   let size = 1;
   let children: unknown[];
   if (Buffer.isBuffer(value)) {
@@ -311,14 +321,17 @@ function sizeOf(value: unknown, memo: Map<object, number>, limit: number): numbe
   } else if (value instanceof Date) {
     children = [];
   } else {
-    // An object handed over as it is: what msgpackr writes of it without an extension, its own keys.
+    // An object handed over as it is: what msgpackr writes of it without an extension, its own
+    // keys (the walk refused any cycle below it).
     children = Object.entries(value).flat();
   }
+  let nested = false;
   for (const child of children) {
+    if (child !== null && typeof child === 'object') nested = true;
     size += sizeOf(child, memo, limit);
     if (size > limit) throw new WalkError('size');
   }
-  memo.set(value, size);
+  if (nested) memo.set(value, size);  // as the walk's memo: what holds objects
   return size;
 }
 
@@ -538,41 +551,33 @@ function encode(value: unknown, code: ErrorCode, what: string, mode = 0, flat = 
 }
 
 /**
- * A batch of tuples (insertMany) as msgpackr packs an array of them, into a Buffer of its own:
- * each tuple by encodeFlat when it can (each field read once, no msgpackr), else by msgpackr from
- * the walk's snapshot. `lengths`: each tuple's length, read and checked already (the tuples are
- * the caller's arrays); without them the tuples are copies of our own (the walk replaces their
- * fields by their snapshots). `limit`: one tuple's.
+ * A batch of tuples (insertMany) as msgpackr packs an array of them. When every tuple is flat,
+ * each is written by encodeFlat straight into a Buffer of the batch's own (each field read once,
+ * no msgpackr). Else the batch goes to msgpackr whole, as the walk's snapshot: one msgpackr call
+ * for the batch costs less than one a tuple (a nested tuple's fields the fast encoder read before
+ * it gave up are read again, as for a single tuple). `lengths`: each tuple's length, read and
+ * checked already (the tuples are the caller's arrays); without them the tuples are copies of
+ * our own. `limit`: one tuple's; the batch's bounds each tuple, as when msgpackr packed the batch
+ * whole, so that a tuple over maxTupleSize is the addon's to refuse, in the batch's order (an
+ * earlier tuple's duplicate key is the error then, as in Tarantool).
  */
 function encodeBatch(items: unknown[], lengths: number[] | undefined, code: ErrorCode, what: string, limit: number): Buffer {
   const n = items.length;
   const total = limitOf(limit, n);
   let out = Buffer.allocUnsafe(64 + n * 48);
   let end = 0;
-  const room = (size: number): void => {
-    if (end + size <= out.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(out.length * 2, end + size));
-    out.copy(grown, 0, 0, end);
-    out = grown;
-  };
   // msgpackr's array header.
   if (n < 0x10) out[end++] = 0x90 | n;
   else if (n < 0x10000) { out[end++] = 0xdc; end = out.writeUInt16BE(n, end); }
   else { out[end++] = 0xdd; end = out.writeUInt32BE(n, end); }
   for (let i = 0; i < n; i++) {
-    room(FLAT_MAX);
-    const flat = encodeFlatAt(items[i], lengths === undefined ? -1 : lengths[i], out, end);
-    if (flat >= 0) {
-      end = flat;
-    } else {
-      // Bounded by the batch's limit, as the batch was when msgpackr packed it whole: a tuple over
-      // maxTupleSize is the addon's to refuse, in the batch's order (an earlier tuple's duplicate
-      // key is the error then, as in Tarantool).
-      const tuple = lengths === undefined ? items[i] : copyElements(items[i] as unknown[], what, total);
-      const packed = packr.pack(checkWalk(tuple, code, what, total, true), REUSE_BUFFER_MODE) as PackedRange;
-      room(packed.end - packed.start);
-      end += packed.copy(out, end, packed.start, packed.end);
+    if (end + FLAT_MAX > out.length) {
+      const grown = Buffer.allocUnsafe(Math.max(out.length * 2, end + FLAT_MAX));
+      out.copy(grown, 0, 0, end);
+      out = grown;
     }
+    end = encodeFlatAt(items[i], lengths === undefined ? -1 : lengths[i], out, end);
+    if (end < 0) return packr.pack(checkWalk(items, code, what, total, true), 0);
     if (end > total) throw new CappedError(`${what} would encode to more than ${total} bytes, the most it may take here`, 'ER_TUPLE_TOO_LARGE');
   }
   return out.subarray(0, end);
